@@ -1,0 +1,102 @@
+"""The one exception class of rearr, and the codes that `rearr check` prints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# Every user mistake has a stable code, so CI logs and `rearr check` output can
+# be grepped and documented (docs/check.md lists them).
+CODES: dict[str, str] = {
+    "RA100": "syntax error in the pattern",
+    "RA101": "'->' missing, or present where the operation takes none",
+    "RA102": "unbalanced or nested parentheses",
+    "RA103": "unknown character",
+    "RA104": "invalid axis name",
+    "RA200": "axis on one side only",
+    "RA201": "duplicate axis",
+    "RA202": "ellipsis misuse ('...' twice, inside an input group, or on one side only)",
+    "RA203": "anonymous axis (an integer) where the operation takes none",
+    "RA204": "index bracket misuse",
+    "RA205": "'*' or '_' misuse (only pack/unpack and parse_shape take them)",
+    "RA206": "wrong number of operands",
+    "RA300": "length keyword that the pattern does not use",
+    "RA301": "length that cannot be inferred",
+    "RA302": "length that does not divide",
+    "RA303": "lengths that disagree",
+    "RA304": "wrong number of dimensions",
+    "RA305": "invalid length value",
+    "RA400": "unknown or invalid reduction",
+    "RA500": "unsupported input (type, dtype or device)",
+    "RA501": "invalid index values (dtype, out of range, duplicates under 'set')",
+}
+
+
+class RearrError(ValueError):
+    """A mistake in a pattern, its lengths or its inputs.
+
+    ``message`` says what is wrong, ``col`` (0-based, or None) where in
+    ``pattern``, ``hint`` how to fix it, ``shape`` the input shape(s) when the
+    failing call had any. ``str(err)`` shows all of them with a caret line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "RA100",
+        pattern: str | None = None,
+        col: int | None = None,
+        hint: str | None = None,
+        shape: object = None,
+        op: str | None = None,
+    ) -> None:
+        self.message = message
+        self.code = code
+        self.pattern = pattern
+        self.col = col
+        self.hint = hint
+        self.shape = shape
+        self.op = op
+        super().__init__(self._render())
+
+    def with_context(
+        self,
+        *,
+        pattern: str | None = None,
+        shape: object = None,
+        op: str | None = None,
+    ) -> RearrError:
+        """A copy with the call's pattern, input shape and operation filled in."""
+        return RearrError(
+            self.message,
+            code=self.code,
+            pattern=self.pattern if self.pattern is not None else pattern,
+            col=self.col,
+            hint=self.hint,
+            shape=self.shape if self.shape is not None else shape,
+            op=self.op if self.op is not None else op,
+        )
+
+    def _render(self) -> str:
+        lines = [self.message]
+        if self.pattern is not None:
+            where = f"{self.op}: " if self.op else ""
+            lines.append(f"  {where}{self.pattern!r}" if "\n" in self.pattern else f"  {where}{self.pattern}")
+            if self.col is not None and "\n" not in self.pattern:
+                lines.append("  " + " " * (len(where) + _width(self.pattern[: self.col])) + "^")
+        if self.shape is not None:
+            lines.append(f"  input shape: {_fmt_shape(self.shape)}")
+        if self.hint:
+            lines.append(f"  fix: {self.hint}")
+        return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    # Tabs would shift the caret; count them as one column like the rest.
+    return len(text)
+
+
+def _fmt_shape(shape: object) -> str:
+    if isinstance(shape, Sequence) and shape and all(isinstance(s, tuple) for s in shape):
+        return ", ".join(str(tuple(s)) for s in shape)
+    return str(tuple(shape)) if isinstance(shape, Sequence) else str(shape)

@@ -1,0 +1,83 @@
+"""The pattern as data: frozen dataclasses, no shapes, no backend.
+
+Columns (``col``) are 0-based character offsets into the pattern text, kept on
+every node so that any later stage can point at the fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True)
+class Index:
+    """``[idx]`` or ``[idx: b k]`` after an axis: the axis is read (input side)
+    or written (output side) at the positions held in the index tensor."""
+
+    name: str
+    col: int
+    axes: tuple[str, ...] | None = None  # None: the other side's axes, in order
+    axes_cols: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    col: int
+    index: Index | None = None
+
+
+@dataclass(frozen=True)
+class Anon:
+    """An integer axis: ``1`` is a unit axis, ``n > 1`` an anonymous axis."""
+
+    value: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Ellipsis:  # noqa: A001 - the pattern's own word for it
+    col: int
+
+
+@dataclass(frozen=True)
+class Star:
+    """``*`` in pack/unpack: the packed axes."""
+
+    col: int
+
+
+@dataclass(frozen=True)
+class Skip:
+    """``_`` in parse_shape: a dimension that is not named."""
+
+    col: int
+
+
+Item = Union[Axis, Anon, Ellipsis]
+
+
+@dataclass(frozen=True)
+class Group:
+    """``(a b ...)``: a dimension made of several axes, row-major."""
+
+    items: tuple[Item, ...]
+    col: int
+
+
+Dim = Union[Axis, Anon, Ellipsis, Group, Star, Skip]
+
+
+@dataclass(frozen=True)
+class Operand:
+    dims: tuple[Dim, ...]
+    col: int  # where the operand starts (or would start, when empty)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    text: str
+    inputs: tuple[Operand, ...]
+    outputs: tuple[Operand, ...] | None  # None when the pattern has no '->'
+    arrow: int | None = None  # column of '->'

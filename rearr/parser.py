@@ -1,0 +1,192 @@
+"""Pattern text -> IR, with one Lark Transformer run inside the LALR parser.
+
+This module imports lark, so rearr imports it lazily (on the first pattern a
+process has not seen); ``import rearr`` stays light.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+from . import ir
+from .errors import RearrError
+
+_TOKEN_WORDS = {
+    "ARROW": "'->'",
+    "COMMA": "','",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COLON": "':'",
+    "STAR": "'*'",
+    "ELLIPSIS": "'...'",
+    "INT": "an integer",
+    "NAME": "an axis name",
+    "$END": "the end of the pattern",
+}
+
+
+class _ToIR(Transformer):
+    """One method per rule alias of grammar.lark; builds IR nodes directly."""
+
+    def named(self, children: list) -> ir.Axis:
+        name: Token = children[0]
+        index = children[1] if len(children) > 1 else None
+        if name == "_" and index is None:
+            return ir.Skip(name.start_pos)  # type: ignore[return-value]
+        return ir.Axis(str(name), name.start_pos, index)
+
+    def anon(self, children: list) -> ir.Anon:
+        tok: Token = children[0]
+        return ir.Anon(int(tok), tok.start_pos)
+
+    def ellipsis(self, children: list) -> ir.Ellipsis:
+        return ir.Ellipsis(children[0].start_pos)
+
+    def star(self, children: list) -> ir.Star:
+        return ir.Star(children[0].start_pos)
+
+    def group(self, children: list) -> ir.Group:
+        return ir.Group(tuple(c for c in children if not isinstance(c, Token)), children[0].start_pos)
+
+    def index_default(self, children: list) -> ir.Index:
+        return ir.Index(str(children[1]), children[1].start_pos)
+
+    def index_axes(self, children: list) -> ir.Index:
+        names = [c for c in children[3:] if c.type == "NAME"]
+        return ir.Index(
+            str(children[1]),
+            children[1].start_pos,
+            tuple(str(n) for n in names),
+            tuple(n.start_pos for n in names),
+        )
+
+    def operand(self, children: list) -> ir.Operand:
+        return ir.Operand(tuple(children), children[0].col if children else -1)
+
+    def side(self, children: list) -> tuple[ir.Operand, ...]:
+        # An empty operand has no token to take a column from: use the comma's.
+        out = []
+        for i, child in enumerate(children):
+            if isinstance(child, ir.Operand):
+                if child.col < 0 and i > 0:
+                    child = dataclasses.replace(child, col=children[i - 1].start_pos + 1)
+                out.append(child)
+        return tuple(out)
+
+    def arrow_pattern(self, children: list) -> ir.Pattern:
+        left, arrow, right = children
+        right = tuple(
+            dataclasses.replace(op, col=arrow.start_pos + 2) if op.col < 0 else op for op in right
+        )
+        left = tuple(dataclasses.replace(op, col=0) if op.col < 0 else op for op in left)
+        return ir.Pattern("", left, right, arrow.start_pos)
+
+    def bare_pattern(self, children: list) -> ir.Pattern:
+        left = tuple(dataclasses.replace(op, col=0) if op.col < 0 else op for op in children[0])
+        return ir.Pattern("", left, None, None)
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark.open(
+        "grammar.lark", rel_to=__file__, parser="lalr", start="pattern", transformer=_ToIR()
+    )
+
+
+@lru_cache(maxsize=1024)
+def parse(text: str) -> ir.Pattern:
+    """Parse a pattern into its IR; a syntax error is a RearrError with a column."""
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as e:
+        raise _syntax_error(text, e) from None
+    except VisitError as e:  # only a bug in _ToIR could get here
+        raise RearrError(f"internal error while reading the pattern: {e.orig_exc}", pattern=text) from None
+    return dataclasses.replace(tree, text=text)
+
+
+def _syntax_error(text: str, e: UnexpectedInput) -> RearrError:
+    if isinstance(e, UnexpectedCharacters):
+        return _bad_character(text, e.pos_in_stream)
+    assert isinstance(e, UnexpectedToken)
+    tok, expected = e.token, set(e.expected)
+    col = len(text) if tok.type == "$END" else tok.start_pos
+    open_paren = _unclosed_paren(text, col)
+    if tok.type == "LPAR" and open_paren is not None:
+        return RearrError(
+            "nested parentheses are not allowed",
+            code="RA102", pattern=text, col=col,
+            hint="a group is one level deep: write '(a b c)', not '(a (b c))'",
+        )
+    if tok.type == "RPAR" and open_paren is None:
+        return RearrError(
+            "')' without a matching '('",
+            code="RA102", pattern=text, col=col, hint="remove it, or open the group with '('",
+        )
+    if tok.type in ("$END", "ARROW", "COMMA", "STAR") and open_paren is not None:
+        return RearrError(
+            "'(' is never closed",
+            code="RA102", pattern=text, col=open_paren, hint="close the group with ')'",
+        )
+    if tok.type == "ARROW":
+        return RearrError(
+            "'->' appears twice", code="RA101", pattern=text, col=col,
+            hint="a pattern has one '->' between inputs and outputs",
+        )
+    if tok.type == "LSQB":
+        return RearrError(
+            "an index bracket must follow an axis name",
+            code="RA204", pattern=text, col=col,
+            hint="write it right after the axis it indexes, as in 'b n[idx] -> b'",
+        )
+    want = " or ".join(sorted(_TOKEN_WORDS.get(t, t) for t in expected))
+    return RearrError(
+        f"unexpected {_TOKEN_WORDS.get(tok.type, repr(str(tok)))} here; expected {want}",
+        code="RA100", pattern=text, col=col,
+        hint="see docs/language.md for the pattern syntax",
+    )
+
+
+def _bad_character(text: str, pos: int) -> RearrError:
+    char = text[pos]
+    if char.isalnum() or char == "_":
+        end = pos
+        while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            end += 1
+        word = text[pos:end]
+        return RearrError(
+            f"{word!r} is not a valid axis name",
+            code="RA104", pattern=text, col=pos,
+            hint="axis names are Python identifiers; an integer stands alone, as in '(h 2)'",
+        )
+    if char == ".":
+        return RearrError(
+            "'.' is not part of the pattern language", code="RA103", pattern=text, col=pos,
+            hint="an ellipsis is written '...' (three dots)",
+        )
+    if char == "-" or char == ">":
+        return RearrError(
+            f"stray {char!r}", code="RA101", pattern=text, col=pos,
+            hint="the arrow is written '->'",
+        )
+    return RearrError(
+        f"unknown character {char!r}", code="RA103", pattern=text, col=pos,
+        hint="patterns use axis names, integers, ( ) [ ] : , -> ... * and spaces",
+    )
+
+
+def _unclosed_paren(text: str, end: int) -> int | None:
+    """Column of the '(' still open at position ``end``, if any."""
+    opened = None
+    for i, ch in enumerate(text[:end]):
+        if ch == "(":
+            opened = i
+        elif ch == ")":
+            opened = None
+    return opened

@@ -1,0 +1,473 @@
+"""IR + operation -> Recipe: every rule that needs no shapes.
+
+The same code serves the library (which raises) and ``rearr check`` (which
+reports): `validate` returns the RearrError instead of raising it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import ir
+from .errors import RearrError
+
+ELLIPSIS = "…"  # the elementary-axis name that '...' stands for until shapes are known
+
+REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
+SCATTER_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "set")
+ARROW_OPS = ("rearrange", "reduce", "repeat", "scatter", "einsum")
+BARE_OPS = ("pack", "unpack", "parse_shape")
+OPS = ARROW_OPS + BARE_OPS
+
+Reduction = str | Callable | None
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One dimension of an operand: its elementary axis names (row-major)."""
+
+    names: tuple[str, ...]
+    col: int
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """An index operand: which axis it indexes, and its own axes (in order)."""
+
+    name: str
+    axis: str
+    axes: tuple[str, ...]  # may contain ELLIPSIS
+    col: int
+    declared: bool
+
+
+@dataclass(frozen=True)
+class Recipe:
+    op: str
+    text: str
+    reduction: Reduction
+    inputs: tuple[tuple[Dim, ...], ...]
+    outputs: tuple[tuple[Dim, ...], ...]
+    anon: tuple[tuple[str, int], ...]  # anonymous axes' names and lengths
+    gathers: tuple[IndexSpec, ...] = ()
+    scatters: tuple[IndexSpec, ...] = ()
+    cols: tuple[tuple[str, int], ...] = ()  # first column of every axis name
+
+    def col(self, name: str) -> int | None:
+        return dict(self.cols).get(name)
+
+    @property
+    def index_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.gathers + self.scatters)
+
+    def axis_names(self) -> set[str]:
+        return {n for op in self.inputs + self.outputs for d in op for n in d.names} | {
+            a for s in self.gathers + self.scatters for a in s.axes
+        }
+
+
+def _err(text: str, code: str, message: str, col: int | None, hint: str | None = None) -> RearrError:
+    return RearrError(message, code=code, pattern=text, col=col, hint=hint)
+
+
+def parse(text: object) -> ir.Pattern:
+    if not isinstance(text, str):
+        raise RearrError(
+            f"the pattern must be a string, not {type(text).__name__}",
+            code="RA100",
+            hint="pass the pattern as a str, e.g. 'b c h -> b (c h)'",
+        )
+    from .parser import parse as _parse  # lark is imported only here, lazily
+
+    return _parse(text)
+
+
+@lru_cache(maxsize=1024)
+def analyze(text: str, op: str, reduction: Reduction = None, length_names: tuple[str, ...] = ()) -> Recipe:
+    """Check everything about a pattern that needs no shapes; raise RearrError."""
+    pattern = parse(text)
+    if op not in OPS:
+        raise RearrError(f"unknown operation {op!r}", code="RA100", hint=f"one of {', '.join(OPS)}")
+    _check_arrow(pattern, op)
+    _check_tokens(pattern, op)
+    if op == "einsum":
+        return _einsum_recipe(pattern, length_names)
+    if op in BARE_OPS:
+        return _bare_recipe(pattern, op, length_names)
+    if len(pattern.inputs) != 1 or len(pattern.outputs or ()) != 1:
+        extra = pattern.inputs[1] if len(pattern.inputs) > 1 else pattern.outputs[1]  # type: ignore[index]
+        raise _err(
+            text, "RA206", f"{op} takes one operand on each side; ',' separates operands only in einsum",
+            extra.col, "remove the ',' (or use rearr.einsum for several tensors)",
+        )
+    _check_reduction(text, op, reduction)
+    return _transform_recipe(pattern, op, reduction, length_names)
+
+
+def validate(
+    text: object,
+    op: str,
+    reduction: Reduction = None,
+    lengths: Mapping[str, object] | None = None,
+) -> RearrError | None:
+    """The library's own checks, as a value: None when the call is valid.
+
+    ``lengths`` maps keyword names to their literal values, or to None where
+    the value is not known without running (a variable). `rearr check` uses
+    this; the library raises the same errors.
+    """
+    lengths = dict(lengths or {})
+    try:
+        recipe = analyze(text, op, reduction, tuple(sorted(lengths)))  # type: ignore[arg-type]
+        for name, value in lengths.items():
+            if value is not None and name not in recipe.index_names:
+                check_length_value(recipe, name, value)
+    except RearrError as e:
+        return e
+    return None
+
+
+def check_length_value(recipe: Recipe, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
+        raise _err(
+            recipe.text, "RA305", f"length {name}={value!r} is not a non-negative integer",
+            recipe.col(name), f"pass an int, e.g. {name}=4",
+        )
+    return int(value)
+
+
+# --- the parts of analyze ----------------------------------------------------
+
+
+def _check_arrow(pattern: ir.Pattern, op: str) -> None:
+    if op in ARROW_OPS and pattern.outputs is None:
+        raise _err(
+            pattern.text, "RA101", f"{op} needs '->' between input and output", len(pattern.text),
+            "write the input axes, '->', then the output axes, e.g. 'b c h -> b (c h)'",
+        )
+    if op in BARE_OPS and pattern.outputs is not None:
+        raise _err(
+            pattern.text, "RA101", f"{op} takes no '->'", pattern.arrow,
+            "write one side only, e.g. 'b * c'" if op != "parse_shape" else "write one side only, e.g. 'b _ h w'",
+        )
+
+
+def _walk(pattern: ir.Pattern):
+    """Every node with the side it is on: (side, operand index, node, in_group)."""
+    for side, operands in (("input", pattern.inputs), ("output", pattern.outputs or ())):
+        for k, operand in enumerate(operands):
+            for dim in operand.dims:
+                if isinstance(dim, ir.Group):
+                    yield side, k, dim, False
+                    for item in dim.items:
+                        yield side, k, item, True
+                else:
+                    yield side, k, dim, False
+
+
+def _check_tokens(pattern: ir.Pattern, op: str) -> None:
+    text = pattern.text
+    for side, _, node, in_group in _walk(pattern):
+        if isinstance(node, ir.Star) and op not in ("pack", "unpack"):
+            raise _err(text, "RA205", f"'*' is only for pack and unpack, not {op}", node.col,
+                       "name the axes, or use '...' for any number of axes")
+        if isinstance(node, ir.Skip) and op != "parse_shape":
+            raise _err(text, "RA205", f"'_' is only for parse_shape, not {op}", node.col,
+                       "give the axis a name")
+        if isinstance(node, ir.Axis):
+            _check_name(text, node.name, node.col)
+            if node.index is not None:
+                idx = node.index
+                if op not in ("rearrange", "scatter") or (op == "rearrange" and side == "output"):
+                    where = "on the output side of rearrange" if op == "rearrange" else f"in {op}"
+                    raise _err(text, "RA204", f"an index bracket is not allowed {where}", idx.col - 1,
+                               "gather with rearrange (bracket on the input side); "
+                               "scatter with rearr.scatter (bracket on the output side)")
+                if in_group:
+                    raise _err(text, "RA204", "an index bracket cannot be inside a group", idx.col - 1,
+                               "index the axis outside the parentheses, then group the result")
+                _check_name(text, idx.name, idx.col)
+                for name, col in zip(idx.axes or (), idx.axes_cols):
+                    _check_name(text, name, col)
+        if isinstance(node, ir.Anon) and node.value == 0:
+            raise _err(text, "RA203", "an axis of length 0 cannot be written as a literal", node.col,
+                       "use 1 or () for a unit axis, or a named axis")
+
+
+def _check_name(text: str, name: str, col: int) -> None:
+    if name.startswith("_") or name.endswith("_"):
+        raise _err(text, "RA104", f"axis name {name!r} must not start or end with '_'", col,
+                   "rename it; '_' alone means 'skip' in parse_shape only")
+
+
+def _operand_dims(
+    text: str, operand: ir.Operand, side: str, op: str, anon: dict[str, int], cols: dict[str, int]
+) -> tuple[Dim, ...]:
+    """Flatten one operand into Dims of elementary names; anon axes get unique names."""
+    dims: list[Dim] = []
+    seen_ellipsis: int | None = None
+    for dim in operand.dims:
+        items = dim.items if isinstance(dim, ir.Group) else (dim,)
+        names: list[str] = []
+        for item in items:
+            if isinstance(item, ir.Ellipsis):
+                if seen_ellipsis is not None:
+                    raise _err(text, "RA202", "'...' appears twice on one side", item.col,
+                               "an ellipsis stands for any number of axes: use it once a side")
+                if isinstance(dim, ir.Group) and side == "input" and op != "einsum":
+                    raise _err(text, "RA202", "'...' cannot be inside a group on the input side", item.col,
+                               "write '... c -> (...) c' rather than '(... c) -> ...'")
+                seen_ellipsis = item.col
+                names.append(ELLIPSIS)
+                cols.setdefault(ELLIPSIS, item.col)
+            elif isinstance(item, ir.Anon):
+                if item.value == 1:
+                    continue  # a unit axis: no elementary axis at all
+                allowed = (op == "reduce" and side == "input") or (op == "repeat" and side == "output")
+                if not allowed:
+                    hint = {
+                        "rearrange": "use a named axis with a length keyword, e.g. '(h h2)' and h2=2",
+                        "reduce": "an integer on the output side of reduce is not allowed; use 1 or ()",
+                        "repeat": "an integer on the input side of repeat is not allowed; use 1 or ()",
+                    }.get(op, "use a named axis")
+                    raise _err(text, "RA203", f"an anonymous axis ({item.value}) is not allowed here in {op}",
+                               item.col, hint)
+                name = f"{item.value}@{item.col}"
+                anon[name] = item.value
+                cols[name] = item.col
+                names.append(name)
+            else:
+                assert isinstance(item, ir.Axis)
+                names.append(item.name)
+                cols.setdefault(item.name, item.col)
+        dims.append(Dim(tuple(names), dim.col))
+    return tuple(dims)
+
+
+def _check_duplicates(text: str, operand: ir.Operand) -> None:
+    seen: set[str] = set()
+    for _, _, node, _ in _walk(ir.Pattern(text, (operand,), None)):
+        if isinstance(node, ir.Axis):
+            if node.name in seen:
+                raise _err(text, "RA201", f"axis {node.name!r} appears twice on one side", node.col,
+                           "each axis appears at most once a side; rename one of them")
+            seen.add(node.name)
+
+
+def _flat(dims: tuple[Dim, ...]) -> list[str]:
+    return [n for d in dims for n in d.names]
+
+
+def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length_names: tuple[str, ...]) -> Recipe:
+    text = pattern.text
+    anon: dict[str, int] = {}
+    cols: dict[str, int] = {}
+    (left,), (right,) = pattern.inputs, pattern.outputs  # type: ignore[misc]
+    _check_duplicates(text, left)
+    _check_duplicates(text, right)
+    ins = _operand_dims(text, left, "input", op, anon, cols)
+    outs = _operand_dims(text, right, "output", op, anon, cols)
+    gathers = _index_specs(text, left)
+    scatters = _index_specs(text, right)
+    if op == "scatter" and not scatters:
+        raise _err(text, "RA204", "scatter needs an index bracket on the output side", right.col,
+                   "write the axis that is written to with its index, e.g. 'b k -> b n[idx]'")
+    in_axes = [n for n in _flat(ins) if n not in {g.axis for g in gathers}]
+    out_axes = [n for n in _flat(outs) if n not in {s.axis for s in scatters}]
+    in_has_ell, out_has_ell = ELLIPSIS in in_axes, ELLIPSIS in _flat(outs)
+    if out_has_ell and not in_has_ell:
+        raise _err(text, "RA202", "'...' on the output side but not on the input side", cols[ELLIPSIS],
+                   "add '...' to the input side too")
+    if in_has_ell and not out_has_ell and op != "reduce":
+        raise _err(text, "RA202", "'...' on the input side but not on the output side", cols[ELLIPSIS],
+                   "add '...' to the output side (only reduce may drop it, by reducing those axes)")
+    if both_sides := (gathers and scatters):
+        for spec in gathers + scatters:
+            if not spec.declared:
+                raise _err(text, "RA204", f"index {spec.name!r} needs its axes written out when both sides are indexed",
+                           spec.col, f"write them after ':', e.g. '[{spec.name}: e]'")
+    # Gathers: an index's default axes are the output's; declared ones must be output axes.
+    gathers = tuple(_resolve_index(text, g, out_axes, "output", cols) for g in gathers)
+    introduced = [a for g in gathers for a in g.axes if a not in in_axes]
+    middle = in_axes + [a for a in dict.fromkeys(introduced)]  # the gathered tensor's axes
+    scatters = tuple(_resolve_index(text, s, middle, "input", cols) for s in scatters)
+    index_names = [s.name for s in gathers + scatters]
+    _check_index_names(text, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
+    for s in scatters:
+        if s.axis in middle:
+            raise _err(text, "RA204", f"axis {s.axis!r} is written by index {s.name!r} but also read from the input",
+                       s.col - 1, f"the written axis is new on the output side: rename it, e.g. '{s.axis}2[{s.name}]'")
+    for g in gathers:
+        if g.axis in out_axes:
+            raise _err(text, "RA204", f"axis {g.axis!r} is read through index {g.name!r} and must not also be an output axis",
+                       cols.get(g.axis), f"drop {g.axis!r} from the output side; the index's axes take its place")
+    # Which side each axis may be on, per operation.
+    only_in = [a for a in middle if a not in out_axes]
+    only_out = [a for a in out_axes if a not in middle]
+    scattered_axes = {a for s in scatters for a in s.axes}
+    if op == "rearrange":
+        _one_side(text, only_in, cols, "input", "rearrange", "use rearr.reduce to aggregate it, or add it to the output")
+        _one_side(text, only_out, cols, "output", "rearrange", "use rearr.repeat to add a new axis, or add it to the input")
+    elif op == "reduce":
+        _one_side(text, only_out, cols, "output", "reduce", "an output axis must come from the input")
+    elif op == "repeat":
+        _one_side(text, only_in, cols, "input", "repeat", "use rearr.reduce to remove an axis")
+        missing = [a for a in only_out if a not in length_names and a not in anon]
+        if missing:
+            raise _err(text, "RA301", f"the new axis {missing[0]!r} has no length", cols.get(missing[0]),
+                       f"pass its length as a keyword, e.g. {missing[0]}=3")
+    elif op == "scatter":
+        _one_side(text, only_out, cols, "output", "scatter", "an output axis must come from the input or an index")
+        lost = [a for a in only_in if a not in scattered_axes]
+        _one_side(text, lost, cols, "input", "scatter",
+                  "add it to the output, or to the index's axes so that it is combined by the reduction")
+    known = set(_flat(ins)) | set(_flat(outs)) | {a for s in gathers + scatters for a in s.axes}
+    for name in length_names:
+        if name in index_names:
+            continue
+        if name not in known:
+            raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
+                       f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
+    del both_sides
+    return Recipe(op, text, reduction, (ins,), (outs,), tuple(anon.items()), gathers, scatters, tuple(cols.items()))
+
+
+def _one_side(text: str, names: list[str], cols: dict[str, int], side: str, op: str, hint: str) -> None:
+    if names:
+        name = names[0]
+        what = "'...'" if name == ELLIPSIS else f"axis {name!r}"
+        raise _err(text, "RA200", f"{what} appears only on the {side} side of {op}", cols.get(name), hint)
+
+
+def _index_specs(text: str, operand: ir.Operand) -> tuple[IndexSpec, ...]:
+    out = []
+    for dim in operand.dims:
+        if isinstance(dim, ir.Axis) and dim.index is not None:
+            idx = dim.index
+            out.append(IndexSpec(idx.name, dim.name, tuple(idx.axes or ()), idx.col, idx.axes is not None))
+    return tuple(out)
+
+
+def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols: dict[str, int]) -> IndexSpec:
+    if not spec.declared:
+        return IndexSpec(spec.name, spec.axis, tuple(other), spec.col, False)
+    seen: set[str] = set()
+    for name in spec.axes:
+        if name in seen:
+            raise _err(text, "RA201", f"axis {name!r} appears twice in index {spec.name!r}", spec.col,
+                       "each axis of an index appears once")
+        seen.add(name)
+        if side == "input" and name not in other:
+            raise _err(text, "RA204", f"index {spec.name!r} has axis {name!r}, which the source does not have",
+                       spec.col, f"the axes of a scatter index are the input's: {' '.join(other)}")
+        cols.setdefault(name, spec.col)
+    return spec
+
+
+def _check_index_names(text: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
+    seen: set[str] = set()
+    for s in specs:
+        if s.name in seen:
+            raise _err(text, "RA204", f"index {s.name!r} is used twice", s.col,
+                       "give each indexed axis its own index keyword")
+        if s.name in axes:
+            raise _err(text, "RA204", f"index {s.name!r} has the name of an axis", s.col,
+                       "rename the index keyword so that it differs from every axis name")
+        seen.add(s.name)
+
+
+def _check_reduction(text: str, op: str, reduction: Reduction) -> None:
+    if op == "reduce":
+        if callable(reduction) or reduction in REDUCTIONS:
+            return
+        choices = REDUCTIONS
+    elif op == "scatter":
+        if reduction in SCATTER_REDUCTIONS:
+            return
+        choices = SCATTER_REDUCTIONS
+    else:
+        return
+    raise RearrError(f"unknown reduction {reduction!r} for {op}", code="RA400", pattern=text,
+                     hint=f"use one of {', '.join(choices)}" + (" or a callable f(x, axes)" if op == "reduce" else ""))
+
+
+def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
+    text = pattern.text
+    cols: dict[str, int] = {}
+    (right,) = pattern.outputs or (None,)  # type: ignore[misc]
+    if right is None or len(pattern.outputs or ()) != 1:
+        raise _err(text, "RA206", "einsum has exactly one output operand", pattern.arrow, "write one operand after '->'")
+    sides = []
+    for k, operand in enumerate(pattern.inputs + (right,)):
+        dims = []
+        ellipses = 0
+        for dim in operand.dims:
+            if isinstance(dim, ir.Group) or isinstance(dim, ir.Anon):
+                raise _err(text, "RA203", "einsum takes axis names and '...' only (no groups, no integers)", dim.col,
+                           "rearrange before or after the einsum")
+            if isinstance(dim, ir.Ellipsis):
+                ellipses += 1
+                if ellipses > 1:
+                    raise _err(text, "RA202", "'...' appears twice in one operand", dim.col, "use it once an operand")
+                dims.append(Dim((ELLIPSIS,), dim.col))
+            else:
+                assert isinstance(dim, ir.Axis)
+                dims.append(Dim((dim.name,), dim.col))
+                cols.setdefault(dim.name, dim.col)
+        sides.append(tuple(dims))
+    _check_duplicates(text, right)
+    ins = [n for dims in sides[:-1] for n in _flat(dims)]
+    for dim in sides[-1]:
+        if dim.names[0] not in ins:
+            what = "'...'" if dim.names[0] == ELLIPSIS else f"axis {dim.names[0]!r}"
+            raise _err(text, "RA200", f"{what} appears only on the output side of einsum", dim.col,
+                       "every output axis must be in some input")
+    if length_names:
+        raise _err(text, "RA300", f"einsum takes no length keywords ({', '.join(length_names)}=)", None,
+                   "remove them")
+    return Recipe("einsum", text, None, tuple(sides[:-1]), (sides[-1],), (), cols=tuple(cols.items()))
+
+
+def _bare_recipe(pattern: ir.Pattern, op: str, length_names: tuple[str, ...]) -> Recipe:
+    text = pattern.text
+    if len(pattern.inputs) != 1:
+        raise _err(text, "RA206", f"{op} takes one operand (no ',')", pattern.inputs[1].col, "remove the ','")
+    (operand,) = pattern.inputs
+    _check_duplicates(text, operand)
+    dims = []
+    stars = []
+    cols: dict[str, int] = {}
+    ellipsis = False
+    for dim in operand.dims:
+        if isinstance(dim, ir.Star):
+            stars.append(dim.col)
+            dims.append(Dim(("*",), dim.col))
+        elif isinstance(dim, ir.Skip):
+            dims.append(Dim(("_",), dim.col))
+        elif isinstance(dim, ir.Ellipsis):
+            if op != "parse_shape" or ellipsis:
+                raise _err(text, "RA202", f"'...' is not allowed {'twice ' if ellipsis else ''}in {op}", dim.col,
+                           "name the axes" if op != "parse_shape" else "use '...' once")
+            ellipsis = True
+            dims.append(Dim((ELLIPSIS,), dim.col))
+        elif isinstance(dim, ir.Axis):
+            if dim.index is not None:
+                raise _err(text, "RA204", f"an index bracket is not allowed in {op}", dim.index.col - 1, "remove it")
+            dims.append(Dim((dim.name,), dim.col))
+            cols[dim.name] = dim.col
+        elif isinstance(dim, ir.Anon) and op == "parse_shape":
+            dims.append(Dim((f"{dim.value}@{dim.col}",) if dim.value != 1 else (), dim.col))
+        elif isinstance(dim, ir.Group) and op == "parse_shape" and not dim.items:
+            dims.append(Dim((), dim.col))
+        else:
+            what = "a group" if isinstance(dim, ir.Group) else "an integer axis"
+            raise _err(text, "RA203", f"{what} is not allowed in {op}", dim.col, "use plain axis names")
+    if op in ("pack", "unpack") and len(stars) != 1:
+        raise _err(text, "RA205", f"{op} needs exactly one '*' (found {len(stars)})",
+                   stars[1] if len(stars) > 1 else len(text), "mark the packed axes with one '*', e.g. 'b * c'")
+    if length_names:
+        raise _err(text, "RA300", f"{op} takes no length keywords ({', '.join(length_names)}=)", None, "remove them")
+    return Recipe(op, text, None, (tuple(dims),), (), (), cols=tuple(cols.items()))
