@@ -7,6 +7,8 @@ from collections.abc import Sequence
 # Every user mistake has a stable code, so CI logs and `rearr check` output can
 # be grepped and documented (docs/check.md lists them).
 CODES: dict[str, str] = {
+    "RA001": "Python syntax error in a checked file (rearr check)",
+    "RA002": "checked file cannot be read or is not UTF-8 (rearr check)",
     "RA100": "syntax error in the pattern",
     "RA101": "'->' missing, or present where the operation takes none",
     "RA102": "unbalanced or nested parentheses",

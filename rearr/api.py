@@ -1,0 +1,316 @@
+"""The public functions: look up the cached plan, run its native calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from . import planner, recipe
+from .backends import backend_for, compile_plan
+from .errors import RearrError
+
+Tensor = TypeVar("Tensor")
+
+_SCATTER_OPTIONS = ("fill", "into", "check_bounds")
+
+
+@lru_cache(maxsize=1024)
+def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
+    """(pattern, op, shape, lengths, backend) -> the plan's native calls. The hot path's one look-up."""
+    r = recipe.analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
+    p = planner.plan(r, shape, lengths)
+    return compile_plan(p.steps, backend)
+
+
+@lru_cache(maxsize=1024)
+def _indexed(
+    op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple,
+    index_shapes: tuple, into_shape: tuple | None,
+) -> tuple[planner.Plan, tuple]:
+    """The same for patterns with index brackets: the plan depends on the index shapes too."""
+    names = tuple(sorted([n for n, _ in lengths] + [n for n, _ in index_shapes]))
+    r = recipe.analyze(text, op, reduction, names)
+    p = planner.plan(r, shape, lengths, index_shapes, into_shape)
+    return p, compile_plan(p.steps, backend)
+
+
+_CACHES = (recipe.analyze, _compiled, _indexed)
+
+
+def _tensor_and_backend(tensor: Any):
+    if isinstance(tensor, list | tuple):
+        if not tensor:
+            raise RearrError("an empty list has no tensor to rearrange", code="RA500",
+                             hint="pass at least one tensor")
+        backend = backend_for(tensor[0])
+        shapes = {tuple(t.shape) for t in tensor if backend.accepts(t)}
+        if len(shapes) != 1 or not all(backend.accepts(t) for t in tensor):
+            raise RearrError("a list input must hold tensors of one kind and one shape",
+                             code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
+                             hint="stack only equal-shaped tensors of the same library")
+        return backend.stack(tensor), backend
+    return tensor, backend_for(tensor)
+
+
+def _run(
+    op: str, tensor: Any, pattern: str, reduction: object, kwargs: dict[str, Any], check_bounds: bool = True
+) -> Any:
+    try:
+        x, backend = _tensor_and_backend(tensor)
+        shape = x.shape
+        if isinstance(pattern, str) and "[" not in pattern:
+            try:
+                calls = _compiled(op, pattern, reduction, backend, shape, tuple(kwargs.items()))
+            except TypeError:  # an unhashable length value: let the slow path name it
+                calls = _uncached(op, pattern, reduction, backend, shape, kwargs)
+            for f in calls:
+                x = f(x, None)
+            return x
+        return _run_indexed(op, x, backend, pattern, reduction, kwargs, None, 0, check_bounds)
+    except RearrError as e:
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
+                             shape=_shape_of(tensor), op=op) from None
+
+
+def _uncached(op, pattern, reduction, backend, shape, kwargs):
+    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
+    return compile_plan(planner.plan(r, tuple(shape), tuple(kwargs.items())).steps, backend)
+
+
+def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds):
+    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
+    env: dict[str, Any] = {"text": pattern, "fill": fill}
+    index_shapes = []
+    lengths = []
+    for name, value in kwargs.items():
+        if name in r.index_names:
+            env[name] = backend.convert_index(value, x, name, pattern)
+            index_shapes.append((name, tuple(env[name].shape)))
+        else:
+            lengths.append((name, value))
+    if into is not None:
+        into_b = backend_for(into)
+        if into_b is not backend:
+            raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
+                             hint="convert one of them")
+        env["into"] = into
+    into_shape = tuple(into.shape) if into is not None else None
+    plan, calls = _indexed(op, pattern, reduction, backend, tuple(x.shape), tuple(lengths),
+                           tuple(sorted(index_shapes)), into_shape)
+    for use in plan.indices:
+        if check_bounds:
+            env[use.name] = backend.check_index(env[use.name], use, pattern)
+    try:
+        for f in calls:
+            x = f(x, env)
+    except (IndexError, RuntimeError) as e:
+        if check_bounds:
+            raise
+        raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
+                         hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
+                         "to find the bad one") from None
+    return x
+
+
+def _shape_of(tensor: Any) -> object:
+    if isinstance(tensor, list | tuple):
+        return tuple(tuple(getattr(t, "shape", ())) for t in tensor) if tensor else None
+    shape = getattr(tensor, "shape", None)
+    return tuple(shape) if shape is not None else None
+
+
+# --- public functions ----------------------------------------------------------
+
+
+def rearrange(
+    tensor: Tensor | Sequence[Tensor], pattern: str, *, check_bounds: bool = True, **axes_lengths: Any
+) -> Tensor:
+    """Reorder, merge and split axes; gather through ``[index]`` brackets.
+
+    Index tensors are passed as keywords, like lengths; ``check_bounds=False``
+    skips their range check (and the counting of negative values from the end).
+
+    >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
+    (3, 8)
+    """
+    return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
+
+
+def reduce(
+    tensor: Tensor | Sequence[Tensor], pattern: str, reduction: str | Callable, **axes_lengths: Any
+) -> Tensor:
+    """Like rearrange, with the axes missing on the output side combined by ``reduction``:
+    'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
+    if not callable(reduction) and not isinstance(reduction, str):
+        raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
+                         code="RA400", pattern=pattern if isinstance(pattern, str) else None,
+                         hint=f"one of {', '.join(recipe.REDUCTIONS)}")
+    return _run("reduce", tensor, pattern, reduction, axes_lengths)
+
+
+def repeat(tensor: Tensor | Sequence[Tensor], pattern: str, **axes_lengths: Any) -> Tensor:
+    """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
+    return _run("repeat", tensor, pattern, None, axes_lengths)
+
+
+def scatter(
+    src: Tensor | Sequence[Tensor],
+    pattern: str,
+    reduction: str,
+    *,
+    fill: Any = None,
+    into: Tensor | None = None,
+    check_bounds: bool = True,
+    **lengths_and_indices: Any,
+) -> Tensor:
+    """Write ``src`` into the output axis marked ``[index]``, combining duplicates by
+    ``reduction`` ('sum', 'mean', 'max', 'min', 'prod', or 'set' for unique indices).
+
+    Positions that receive nothing hold ``fill`` (default 0). With ``into=``, the
+    result starts from a copy of ``into`` whose values take part in the reduction
+    (torch's include_self=True) and ``fill`` is not used. No input is modified.
+    """
+    try:
+        if fill is not None and into is not None:
+            raise RearrError("fill= and into= exclude each other", code="RA500",
+                             hint="into= gives every position a value; drop fill=")
+        if not isinstance(reduction, str):
+            raise RearrError("scatter's reduction is a name", code="RA400",
+                             hint=f"one of {', '.join(recipe.SCATTER_REDUCTIONS)}")
+        x, backend = _tensor_and_backend(src)
+        return _run_indexed("scatter", x, backend, pattern, reduction, lengths_and_indices, into,
+                            0 if fill is None else fill, check_bounds)
+    except RearrError as e:
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
+                             shape=_shape_of(src), op="scatter") from None
+
+
+def einsum(*tensors_and_pattern: Any) -> Any:
+    """einsum with axis names, the pattern last: einsum(x, y, "b i, b j -> b i j")."""
+    *tensors, pattern = tensors_and_pattern
+    try:
+        if not tensors:
+            raise RearrError("einsum needs tensors before the pattern", code="RA206",
+                             hint='einsum(x, y, "i j, j k -> i k")')
+        backend = backend_for(tensors[0])
+        spec, n_inputs = _einsum_spec(pattern)
+        if n_inputs != len(tensors):
+            raise RearrError(f"the pattern has {n_inputs} input operands, {len(tensors)} tensors were given",
+                             code="RA206", pattern=pattern, hint="give one operand per tensor, separated by ','")
+        return backend.einsum(spec, *tensors)
+    except RearrError as e:
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
+                             shape=tuple(_shape_of(t) for t in tensors), op="einsum") from None
+
+
+@lru_cache(maxsize=256)
+def _einsum_spec(pattern: str) -> tuple[str, int]:
+    r = recipe.analyze(pattern, "einsum")
+    letters: dict[str, str] = {}
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def operand(dims) -> str:
+        out = []
+        for d in dims:
+            name = d.names[0]
+            if name == recipe.ELLIPSIS:
+                out.append("...")
+                continue
+            if name not in letters:
+                if len(letters) == len(alphabet):
+                    raise RearrError("einsum supports at most 52 distinct axes", code="RA206", pattern=pattern)
+                letters[name] = alphabet[len(letters)]
+            out.append(letters[name])
+        return "".join(out)
+
+    ins = ",".join(operand(dims) for dims in r.inputs)
+    return f"{ins}->{operand(r.outputs[0])}", len(r.inputs)
+
+
+def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[int, ...]]]:
+    """Flatten the '*' axes of each tensor and concatenate: pack([x, y], "b * c")."""
+    try:
+        before, after = _pack_split(pattern, "pack")
+        if not isinstance(tensors, list | tuple) or not tensors:
+            raise RearrError("pack takes a non-empty list of tensors", code="RA500", pattern=pattern)
+        backend = backend_for(tensors[0])
+        pieces, shapes = [], []
+        for i, t in enumerate(tensors):
+            shape = tuple(t.shape)
+            if len(shape) < before + after:
+                raise RearrError(f"tensor {i} has {len(shape)} dimensions, the pattern needs at least "
+                                 f"{before + after}", code="RA304", pattern=pattern, col=0,
+                                 hint="every packed tensor has the named axes, in order")
+            packed = shape[before: len(shape) - after]
+            shapes.append(packed)
+            pieces.append(t.reshape(shape[:before] + (-1,) + shape[len(shape) - after:]))
+        return backend.concat(pieces, before), shapes
+    except RearrError as e:
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, op="pack") from None
+
+
+def unpack(tensor: Tensor, packed_shapes: Sequence[Sequence[int]], pattern: str) -> list[Tensor]:
+    """The inverse of pack: split the '*' axis into tensors of the given shapes."""
+    try:
+        before, after = _pack_split(pattern, "unpack")
+        backend_for(tensor)
+        shape = tuple(tensor.shape)
+        if len(shape) != before + after + 1:
+            raise RearrError(f"the tensor has {len(shape)} dimensions, the pattern {before + after + 1}",
+                             code="RA304", pattern=pattern, col=0, hint="unpack the tensor that pack made")
+        sizes = [_prod(s) for s in packed_shapes]
+        if sum(sizes) != shape[before]:
+            raise RearrError(f"the packed shapes hold {sum(sizes)} elements along '*', the tensor has "
+                             f"{shape[before]}", code="RA303", pattern=pattern, hint="pass pack's shapes")
+        out, start = [], 0
+        for packed, n in zip(packed_shapes, sizes):
+            piece = tensor[(slice(None),) * before + (slice(start, start + n),)]
+            out.append(piece.reshape(shape[:before] + tuple(packed) + shape[before + 1:]))
+            start += n
+        return out
+    except RearrError as e:
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=_shape_of(tensor),
+                             op="unpack") from None
+
+
+def _prod(shape: Sequence[int]) -> int:
+    out = 1
+    for n in shape:
+        out *= int(n)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _pack_split(pattern: str, op: str) -> tuple[int, int]:
+    (dims,) = recipe.analyze(pattern, op).inputs
+    star = [d.names for d in dims].index(("*",))
+    return star, len(dims) - star - 1
+
+
+def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
+    """The lengths of the named axes: parse_shape(x, "b _ h w") -> {'b': 2, 'h': 5, 'w': 7}."""
+    try:
+        x, _ = _tensor_and_backend(tensor)
+        shape = tuple(x.shape)
+        (dims,) = recipe.analyze(pattern, "parse_shape").inputs
+        r = recipe.analyze(pattern, "parse_shape")
+        fake = recipe.Recipe("parse_shape", pattern, None, (dims,), ((),), ())
+        ins, _ = planner._expand_ellipsis(fake, dims, len(shape))
+        result: dict[str, int] = {}
+        for k, (dim, n) in enumerate(zip(ins, shape)):
+            names = dim.names
+            if names in (("_",), ) or (names and names[0].startswith(recipe.ELLIPSIS)):
+                continue
+            if not names or "@" in names[0]:
+                want = 1 if not names else int(names[0].split("@")[0])
+                if n != want:
+                    raise RearrError(f"dimension {k} has length {n}, the pattern says {want}", code="RA303",
+                                     pattern=pattern, col=dim.col, hint="use '_' to skip a dimension")
+                continue
+            result[names[0]] = int(n)
+        del r
+        return result
+    except RearrError as e:
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=_shape_of(tensor),
+                             op="parse_shape") from None

@@ -1,0 +1,56 @@
+"""Messages and helpers that the numpy and torch backends share."""
+
+from __future__ import annotations
+
+from ..errors import RearrError
+from ..planner import Coord, IndexUse
+
+SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
+
+
+def mean_of_integers(dtype: object) -> RearrError:
+    return RearrError(
+        f"'mean' of a tensor of {dtype} is ambiguous (numpy would give float64, torch refuses)",
+        code="RA400",
+        hint="cast to a floating dtype first: x.astype(np.float32) or x.float()",
+    )
+
+
+def bad_index_dtype(name: str, dtype: object, text: str) -> RearrError:
+    return RearrError(
+        f"index {name!r} has dtype {dtype}; an index holds integers",
+        code="RA501",
+        pattern=text,
+        hint=f"convert it, e.g. {name}=idx.long() (torch) or idx.astype(np.int64) (numpy)",
+    )
+
+
+def out_of_range(use: IndexUse, text: str, value: int, position: tuple[int, ...]) -> RearrError:
+    n = use.length
+    return RearrError(
+        f"index {use.name!r} holds {value} at position {position}, outside axis {use.axis!r} of length {n}",
+        code="RA501",
+        pattern=text,
+        col=use.col,
+        hint=f"index values must lie in {-n} <= i < {n} (negative ones count from the end)",
+    )
+
+
+def duplicate_under_set(name: str, text: str, row: int | None) -> RearrError:
+    where = f" (flat row {row})" if row is not None else ""
+    return RearrError(
+        f"index {name!r} writes the same position{where} more than once under 'set'",
+        code="RA501",
+        pattern=text,
+        hint="use a reduction that combines duplicates ('sum', 'mean', 'max', 'min', 'prod'), "
+        "or make the indices unique",
+    )
+
+
+def identity_perm(perm: tuple[int, ...]) -> bool:
+    return perm == tuple(range(len(perm)))
+
+
+def coord_layout(c: Coord) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+    """The permutation (None when identity) and view shape of one coordinate."""
+    return (None if identity_perm(c.perm) else c.perm), c.shape

@@ -1,0 +1,223 @@
+"""numpy backend: each plan step as one or two native numpy calls."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..planner import (
+    AdvancedIndex,
+    Coord,
+    Expand,
+    GatherAlong,
+    IndexUse,
+    Permute,
+    Reduce,
+    Reshape,
+    ScatterAlong,
+    ScatterRows,
+    TakeRows,
+)
+from . import _common
+from . import compile_plan as _compile
+
+name = "numpy"
+
+
+def accepts(x: object) -> bool:
+    return isinstance(x, np.ndarray | np.generic)
+
+
+def stack(xs: list) -> np.ndarray:
+    return np.stack(list(xs))
+
+
+def concat(xs: list, axis: int) -> np.ndarray:
+    return np.concatenate(list(xs), axis=axis)
+
+
+def einsum(spec: str, *xs: np.ndarray) -> np.ndarray:
+    return np.einsum(spec, *xs, optimize=len(xs) > 2)
+
+
+def is_float(x: np.ndarray) -> bool:
+    return np.issubdtype(x.dtype, np.inexact)
+
+
+# --- plain steps -------------------------------------------------------------
+
+
+def reshape(step: Reshape):
+    shape = step.shape
+    return lambda x, env: np.reshape(x, shape)
+
+
+def permute(step: Permute):
+    perm = step.perm
+    return lambda x, env: np.transpose(x, perm)
+
+
+def expand(step: Expand):
+    shape = step.shape
+    return lambda x, env: np.broadcast_to(x, shape)
+
+
+def reduce(step: Reduce):
+    r, axes = step.reduction, step.axes
+    if callable(r):
+        return lambda x, env: r(x, axes)
+    if r == "mean":
+        def mean(x, env):
+            if not is_float(x):
+                raise _common.mean_of_integers(x.dtype)
+            return np.mean(x, axis=axes)
+        return mean
+    fn = {"sum": np.sum, "max": np.amax, "min": np.amin, "prod": np.prod, "any": np.any, "all": np.all}[r]
+    return lambda x, env: fn(x, axis=axes)
+
+
+# --- indices -----------------------------------------------------------------
+
+
+def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.ndarray:
+    t = np.asarray(value)
+    if not np.issubdtype(t.dtype, np.integer):
+        raise _common.bad_index_dtype(name, t.dtype, text)
+    return t.astype(np.intp, copy=False)
+
+
+def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
+    """Bounds check, and negative values counted from the end."""
+    if t.size == 0:
+        return t
+    n = use.length
+    lo, hi = int(t.min()), int(t.max())
+    if lo < -n or hi >= n:
+        bad = np.argwhere((t < -n) | (t >= n))[0]
+        raise _common.out_of_range(use, text, int(t[tuple(bad)]), tuple(int(b) for b in bad))
+    return np.where(t < 0, t + n, t) if lo < 0 else t
+
+
+def _coord(c: Coord, env: dict) -> np.ndarray:
+    perm, shape = _common.coord_layout(c)
+    if c.index is None:
+        t = np.arange(c.length)
+    else:
+        t = env[c.index]
+        if perm is not None:
+            t = np.transpose(t, perm)
+    if t.shape != shape:
+        t = t.reshape(shape)
+    return t * c.stride if c.stride != 1 else t
+
+
+def _flat(coords: tuple[Coord, ...], space: tuple[int, ...], env: dict) -> np.ndarray:
+    total = None
+    for c in coords:
+        t = _coord(c, env)
+        total = t if total is None else total + t
+    assert total is not None
+    return np.broadcast_to(total, space).reshape(-1)
+
+
+def takerows(step: TakeRows):
+    coords, space = step.coords, step.space
+    return lambda x, env: np.take(x, _flat(coords, space, env), axis=0)
+
+
+def gatheralong(step: GatherAlong):
+    dim, coord, shape = step.dim, step.coord, step.shape
+    return lambda x, env: np.take_along_axis(x, np.broadcast_to(_coord(coord, env), shape), axis=dim)
+
+
+def advancedindex(step: AdvancedIndex):
+    coords = step.coords
+    return lambda x, env: x[tuple(_coord(c, env) for c in coords)]
+
+
+_UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+def _identity(reduction: str, dtype: np.dtype):
+    if reduction == "prod":
+        return 1
+    if reduction == "sum" or reduction == "mean" or reduction == "set":
+        return 0
+    big = reduction == "min"
+    if np.issubdtype(dtype, np.floating):
+        return np.inf if big else -np.inf
+    if dtype == np.bool_:
+        return big
+    info = np.iinfo(dtype)
+    return info.max if big else info.min
+
+
+def _scatter_flat(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, base, env: dict, names: str):
+    """Combine rows of x (n, width) into rows `flat` of a (rows, width) result."""
+    if reduction == "mean" and not is_float(x):
+        raise _common.mean_of_integers(x.dtype)
+    fill = env.get("fill", 0)
+    if reduction == "set":
+        if flat.size > 1:
+            s = np.sort(flat)
+            dup = np.flatnonzero(s[1:] == s[:-1])
+            if dup.size:
+                raise _common.duplicate_under_set(names, env["text"], int(s[dup[0]]))
+        out = np.full((rows, x.shape[1]), fill, dtype=x.dtype) if base is None else np.array(base)
+        out[flat] = x
+        return out
+    untouched_matter = base is None and (fill != 0 or reduction != "sum")
+    counts = np.bincount(flat, minlength=rows) if (reduction == "mean" or untouched_matter) else None
+    if reduction == "mean":
+        sums = np.zeros((rows, x.shape[1]), dtype=x.dtype)
+        np.add.at(sums, flat, x)
+        if base is not None:
+            return (base + sums) / (counts + 1)[:, None].astype(x.dtype)
+        out = sums / np.maximum(counts, 1)[:, None].astype(x.dtype)
+    else:
+        out = np.array(base) if base is not None else np.full((rows, x.shape[1]), _identity(reduction, x.dtype),
+                                                               dtype=x.dtype)
+        _UFUNC[reduction].at(out, flat, x)
+    if untouched_matter:
+        out[counts == 0] = fill
+    return out
+
+
+def _into(env: dict, calls) -> np.ndarray | None:
+    into = env.get("into")
+    if into is None:
+        return None
+    for f in calls:
+        into = f(into, env)
+    return into
+
+
+def scatterrows(step: ScatterRows):
+    reduction, rows, coords, space = step.reduction, step.rows, step.coords, step.space
+    into_calls = _compile(step.into, sys.modules[__name__])
+    names = ",".join(c.index for c in coords if c.index)
+
+    def run(x, env):
+        flat = _flat(coords, space, env)
+        return _scatter_flat(reduction, x, flat, rows, _into(env, into_calls), env, names)
+
+    return run
+
+
+def scatteralong(step: ScatterAlong):
+    reduction, dim, coord, shape = step.reduction, step.dim, step.coord, step.shape
+    into_calls = _compile(step.into, sys.modules[__name__])
+
+    def run(x, env):
+        # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at.
+        idx = _coord(coord, env)
+        grids = [np.arange(n).reshape([n if k == d else 1 for k in range(len(shape))]) for d, n in enumerate(shape)]
+        grids[dim] = idx
+        flat = np.ravel_multi_index(np.broadcast_arrays(*grids), shape).reshape(-1)
+        base = _into(env, into_calls)
+        base = None if base is None else base.reshape(-1, 1)
+        out = _scatter_flat(reduction, x.reshape(-1, 1), flat, int(np.prod(shape)), base, env, coord.index or "")
+        return out.reshape(shape)
+
+    return run

@@ -1,0 +1,229 @@
+"""torch backend: each plan step as one or two native torch calls."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from ..errors import RearrError
+from ..planner import (
+    AdvancedIndex,
+    Coord,
+    Expand,
+    GatherAlong,
+    IndexUse,
+    Permute,
+    Reduce,
+    Reshape,
+    ScatterAlong,
+    ScatterRows,
+    TakeRows,
+)
+from . import _common
+from . import compile_plan as _compile
+
+name = "torch"
+_INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def accepts(x: object) -> bool:
+    return isinstance(x, torch.Tensor)
+
+
+def stack(xs: list) -> torch.Tensor:
+    return torch.stack(list(xs))
+
+
+def concat(xs: list, axis: int) -> torch.Tensor:
+    return torch.cat(list(xs), dim=axis)
+
+
+def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
+    return torch.einsum(spec, *xs)
+
+
+def is_float(x: torch.Tensor) -> bool:
+    return x.is_floating_point() or x.is_complex()
+
+
+# --- plain steps -------------------------------------------------------------
+
+
+def reshape(step: Reshape):
+    shape = step.shape
+    return lambda x, env: x.reshape(shape)
+
+
+def permute(step: Permute):
+    perm = step.perm
+    return lambda x, env: x.permute(perm)
+
+
+def expand(step: Expand):
+    shape = step.shape
+    return lambda x, env: x.expand(shape)
+
+
+def reduce(step: Reduce):
+    r, axes = step.reduction, step.axes
+    if callable(r):
+        return lambda x, env: r(x, axes)
+    if r == "mean":
+        def mean(x, env):
+            if not is_float(x):
+                raise _common.mean_of_integers(x.dtype)
+            return x.mean(axes)
+        return mean
+    if r == "prod":  # torch.prod takes one dim at a time
+        def prod(x, env):
+            for a in sorted(axes, reverse=True):
+                x = x.prod(a)
+            return x
+        return prod
+    fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "any": torch.any, "all": torch.all}[r]
+    return lambda x, env: fn(x, axes)
+
+
+# --- indices -----------------------------------------------------------------
+
+
+def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> torch.Tensor:
+    t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    if t.dtype not in _INT_DTYPES:
+        raise _common.bad_index_dtype(name, t.dtype, text)
+    if t.device != like.device:
+        t = t.to(like.device)
+    return t if t.dtype == torch.int64 else t.long()
+
+
+def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
+    """Bounds check, and negative values counted from the end."""
+    if t.numel() == 0 or t.device.type == "meta":
+        return t
+    n = use.length
+    lo, hi = (v.item() for v in torch.aminmax(t))
+    if lo < -n or hi >= n:
+        bad = ((t < -n) | (t >= n)).nonzero()[0]
+        raise _common.out_of_range(use, text, int(t[tuple(bad)]), tuple(bad.tolist()))
+    return torch.where(t < 0, t + n, t) if lo < 0 else t
+
+
+def _coord(c: Coord, env: dict, device) -> torch.Tensor:
+    perm, shape = _common.coord_layout(c)
+    if c.index is None:
+        t = torch.arange(c.length, device=device)
+    else:
+        t = env[c.index]
+        if perm is not None:
+            t = t.permute(perm)
+    if t.shape != shape:
+        t = t.reshape(shape)
+    return t * c.stride if c.stride != 1 else t
+
+
+def _flat(coords: tuple[Coord, ...], space: tuple[int, ...], env: dict, device) -> torch.Tensor:
+    total = None
+    for c in coords:
+        t = _coord(c, env, device)
+        total = t if total is None else total + t
+    assert total is not None
+    return total.expand(space).reshape(-1)
+
+
+def takerows(step: TakeRows):
+    coords, space = step.coords, step.space
+    return lambda x, env: x.index_select(0, _flat(coords, space, env, x.device))
+
+
+def gatheralong(step: GatherAlong):
+    dim, coord, shape = step.dim, step.coord, step.shape
+    return lambda x, env: torch.gather(x, dim, _coord(coord, env, x.device).expand(shape))
+
+
+def advancedindex(step: AdvancedIndex):
+    coords = step.coords
+    return lambda x, env: x[tuple(_coord(c, env, x.device) for c in coords)]
+
+
+def _base(env: dict, into_calls, shape, x: torch.Tensor) -> torch.Tensor | None:
+    into = env.get("into")
+    if into is None:
+        return None
+    for f in into_calls:
+        into = f(into, env)
+    return into
+
+
+def _check_unique(flat: torch.Tensor, name: str, text: str) -> None:
+    if flat.numel() > 1 and flat.device.type != "meta":
+        s = flat.sort().values
+        dup = (s[1:] == s[:-1]).nonzero()
+        if dup.numel():
+            raise _common.duplicate_under_set(name, text, int(s[dup[0, 0]]))
+
+
+def scatterrows(step: ScatterRows):
+    reduction, rows, coords, space = step.reduction, step.rows, step.coords, step.space
+    into_calls = _compile(step.into, sys.modules[__name__])
+    native = _common.SCATTER_NATIVE.get(reduction)
+    names = ",".join(c.index for c in coords if c.index)
+
+    def run(x, env):
+        if reduction == "mean" and not is_float(x):
+            raise _common.mean_of_integers(x.dtype)
+        flat = _flat(coords, space, env, x.device)
+        base = _base(env, into_calls, (rows, x.shape[1]), x)
+        fill = env.get("fill", 0)
+        if reduction == "set":
+            _check_unique(flat, names, env["text"])
+            if base is None:
+                base = torch.full((rows, x.shape[1]), fill, dtype=x.dtype, device=x.device)
+            return base.index_copy(0, flat, x)
+        if base is not None:
+            if reduction == "sum":
+                return base.index_add(0, flat, x)
+            return base.index_reduce(0, flat, x, native, include_self=True)
+        if reduction == "sum":
+            out = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=x.device).index_add(0, flat, x)
+            if fill != 0:
+                hit = torch.zeros(rows, dtype=torch.bool, device=x.device).index_fill(0, flat, True)
+                out = torch.where(hit[:, None], out, fill)
+            return out
+        base = torch.full((rows, x.shape[1]), fill, dtype=x.dtype, device=x.device)
+        return base.index_reduce(0, flat, x, native, include_self=False)
+
+    return run
+
+
+def scatteralong(step: ScatterAlong):
+    reduction, dim, coord, shape = step.reduction, step.dim, step.coord, step.shape
+    into_calls = _compile(step.into, sys.modules[__name__])
+    native = _common.SCATTER_NATIVE.get(reduction)
+
+    def run(x, env):
+        if reduction == "mean" and not is_float(x):
+            raise _common.mean_of_integers(x.dtype)
+        idx = _coord(coord, env, x.device)
+        base = _base(env, into_calls, shape, x)
+        include_self = base is not None
+        if base is None:
+            base = torch.full(shape, env.get("fill", 0), dtype=x.dtype, device=x.device)
+        if reduction == "set":
+            _check_unique_along(idx, dim, coord.index or "", env["text"])
+            return base.scatter(dim, idx, x)
+        return base.scatter_reduce(dim, idx, x, native, include_self=include_self)
+
+    return run
+
+
+def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
+    if idx.shape[dim] > 1 and idx.device.type != "meta":
+        s = idx.sort(dim).values
+        if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
+            raise _common.duplicate_under_set(name, text, None)
+
+
+def raise_runtime(e: Exception, text: str) -> RearrError:
+    return RearrError(f"torch refused the plan: {e}", code="RA501", pattern=text,
+                      hint="with check_bounds=False, index values must lie in 0 <= i < n")

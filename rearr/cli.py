@@ -1,0 +1,191 @@
+"""The `rearr` command: `rearr check [PATH ...]` and `rearr explain PATTERN --shape ...`.
+
+`check` exits 0 when every pattern is valid, 1 when it found problems, and 2
+when it could not check everything it was asked to (bad usage, a missing
+path, a file that cannot be read, is not UTF-8 or is not valid Python) --
+whatever else it found. Only `explain` imports the rest of the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+
+from . import lint
+from .errors import RearrError
+
+# Folders that hold no code of the project's own (hidden folders are skipped too).
+SKIPPED_DIRS = frozenset({"__pycache__", "venv", "build", "dist"})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # bad usage (2) or --help (0): a return value, as the signature says
+        return int(e.code or 0)
+    if args.version:
+        print(f"rearr {_version()}")
+        return 0
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        return 2
+    return args.run(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rearr", description="Check and explain rearr patterns.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.set_defaults(command=None)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="validate the pattern literals in Python files")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders (default: .)")
+    check.add_argument("--einops", action="store_true", help="check einops' calls too")
+    check.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
+    check.set_defaults(run=_check)
+
+    explain = commands.add_parser("explain", help="print the code that a pattern lowers to")
+    explain.add_argument("pattern", metavar="PATTERN")
+    explain.add_argument("--shape", action="append", type=_shape, required=True,
+                         help="an input shape, e.g. 2,5,32 (once per input)")
+    explain.add_argument("--op", choices=("rearrange", "reduce", "repeat", "scatter"), default="rearrange")
+    explain.add_argument("--reduction", metavar="NAME", help="the reduction of reduce or scatter, e.g. sum")
+    explain.add_argument("--backend", choices=("torch", "numpy"), help="the backend whose code is shown")
+    explain.add_argument("-l", "--length", action="append", type=_length, default=[], metavar="NAME=INT",
+                         dest="lengths", help="an axis length, e.g. -l h=4 (repeatable)")
+    explain.add_argument("--show", action="store_true", help="also run the plan on an example and show the result")
+    explain.set_defaults(run=_explain)
+    return parser
+
+
+# --- check ---------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    files, unreadable = python_files(args.paths)
+    for message in unreadable:
+        print(f"rearr check: {message}", file=sys.stderr)
+    problems = [p for path in files for p in lint.check_file(path, einops=args.einops)]
+    out = FORMATS[args.format](problems)
+    if out:
+        print(out)
+    if unreadable or any(p.code in lint.UNCHECKED for p in problems):
+        return 2
+    return 1 if problems else 0
+
+
+def python_files(paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The files to check, each folder's in sorted order, and a message for each path that cannot be read.
+
+    A file named on the command line is checked whatever its suffix; in folders, only *.py files.
+    """
+    files: list[str] = []
+    unreadable: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = []
+            for root, dirs, names in os.walk(path, onerror=lambda e: unreadable.append(_os_message(e))):
+                dirs[:] = [d for d in dirs if not _skipped_dir(d)]
+                found += [os.path.join(root, n) for n in names if n.endswith(".py")]
+            files += sorted(os.path.normpath(f) for f in found)
+        elif os.path.exists(path):
+            files.append(os.path.normpath(path))
+        else:
+            unreadable.append(f"{path}: no such file or folder")
+    return list(dict.fromkeys(files)), unreadable
+
+
+def _skipped_dir(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_DIRS or name.endswith(".egg-info")
+
+
+def _os_message(e: OSError) -> str:
+    return f"{e.filename}: {e.strerror or e}"
+
+
+def format_text(problems: list[lint.Problem]) -> str:
+    return "\n".join(f"{p.path}:{p.line}:{p.col}: {p.code} {p.text}" for p in problems)
+
+
+def format_github(problems: list[lint.Problem]) -> str:
+    """GitHub Actions workflow commands, one annotation per problem."""
+    lines = []
+    for p in problems:
+        # The runner drops an annotation that has columns and spans several lines.
+        one_line = p.end_line == p.line
+        span = {"col": p.col, "endLine": p.end_line, "endColumn": p.end_col} if one_line else {"endLine": p.end_line}
+        props = {"file": p.path, "line": p.line, **span, "title": f"rearr {p.code}"}
+        joined = ",".join(f"{k}={_escape_property(str(v))}" for k, v in props.items())
+        lines.append(f"::error {joined}::{_escape_data(p.text)}")
+    return "\n".join(lines)
+
+
+def _escape_data(text: str) -> str:
+    # The escapes of GitHub's runner (toolkit/core command.ts): '%' first, so the others stay.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_json(problems: list[lint.Problem]) -> str:
+    keys = ("path", "line", "col", "end_line", "end_col", "code", "message", "hint", "pattern")
+    return json.dumps([{k: getattr(p, k) for k in keys} for p in problems], indent=2, ensure_ascii=False)
+
+
+FORMATS: dict[str, Callable[[list[lint.Problem]], str]] = {
+    "text": format_text,
+    "github": format_github,
+    "json": format_json,
+}
+
+
+# --- explain -------------------------------------------------------------------
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from .explain import explain  # imports the planner and a backend: only this command needs them
+
+    options = {"backend": args.backend} if args.backend else {}
+    try:
+        result = explain(args.pattern, *args.shape, op=args.op, reduction=args.reduction, show=args.show,
+                         **options, **dict(args.lengths))
+    except RearrError as e:
+        print(f"rearr explain: {e.code} {e}", file=sys.stderr)
+        return 1
+    print(str(result))
+    return 0
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    """'2,5,32' -> (2, 5, 32); '' is the shape of a scalar."""
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    if not all(p.isdecimal() for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape: write non-negative integers and commas, e.g. 2,5,32")
+    return tuple(int(p) for p in parts)
+
+
+def _length(text: str) -> tuple[str, int]:
+    """'h=4' -> ('h', 4)."""
+    name, eq, value = text.partition("=")
+    if not (eq and name.strip().isidentifier() and value.strip().isdecimal()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a length: write NAME=INT, e.g. h=4")
+    return name.strip(), int(value)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rearr")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,588 @@
+"""Recipe + shapes + lengths -> Plan: the native calls a careful person would write.
+
+A Plan is a tuple of steps (reshape, permute, reduce, expand, gather, scatter);
+backends turn each step into one or two native calls. The planner never sees
+a tensor: only shapes, so plans are cached on (pattern, shapes, lengths).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .errors import RearrError
+from .recipe import ELLIPSIS, Dim, IndexSpec, Recipe, check_length_value
+
+# --- steps -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reshape:
+    shape: tuple[int, ...]
+    view: bool = True  # False: the backend copies (for a contiguous input)
+
+
+@dataclass(frozen=True)
+class Permute:
+    perm: tuple[int, ...]
+    view: bool = True
+
+
+@dataclass(frozen=True)
+class Reduce:
+    reduction: object  # a name from recipe.REDUCTIONS or a callable f(x, axes)
+    axes: tuple[int, ...]
+    view: bool = False
+
+
+@dataclass(frozen=True)
+class Expand:
+    shape: tuple[int, ...]
+    view: bool = True
+
+
+@dataclass(frozen=True)
+class Coord:
+    """One coordinate of a gather/scatter, broadcast over the index space.
+
+    ``index`` names the index tensor (its axes permuted by ``perm`` and viewed
+    as ``shape``); None means ``arange(length)`` viewed as ``shape``.
+    """
+
+    index: str | None
+    length: int
+    perm: tuple[int, ...]
+    shape: tuple[int, ...]
+    stride: int = 1
+
+
+@dataclass(frozen=True)
+class TakeRows:
+    """x is (rows, width); take the rows at sum(coord * stride): index_select / take."""
+
+    coords: tuple[Coord, ...]
+    space: tuple[int, ...]  # the index space's shape
+    view: bool = False
+
+
+@dataclass(frozen=True)
+class GatherAlong:
+    """torch.gather / np.take_along_axis on ``dim`` with the index expanded to ``shape``."""
+
+    dim: int
+    coord: Coord
+    shape: tuple[int, ...]
+    view: bool = False
+
+
+@dataclass(frozen=True)
+class AdvancedIndex:
+    """x[c0, c1, ...] with broadcast coordinates for the leading axes."""
+
+    coords: tuple[Coord, ...]
+    view: bool = False
+
+
+@dataclass(frozen=True)
+class ScatterRows:
+    """out is (rows, width); combine the rows of x (n, width) into rows sum(coord * stride)."""
+
+    reduction: str
+    rows: int
+    coords: tuple[Coord, ...]
+    space: tuple[int, ...]
+    into: tuple = ()  # steps that bring `into` to (rows, width)
+    view: bool = False
+
+
+@dataclass(frozen=True)
+class ScatterAlong:
+    """torch.scatter_reduce on ``dim``: x and the index have the same shape."""
+
+    reduction: str
+    dim: int
+    coord: Coord
+    shape: tuple[int, ...]  # the output's shape (in x's axis order)
+    into: tuple = ()
+    view: bool = False
+
+
+Step = Reshape | Permute | Reduce | Expand | TakeRows | GatherAlong | AdvancedIndex | ScatterRows | ScatterAlong
+
+
+@dataclass(frozen=True)
+class IndexUse:
+    """An index tensor: the axis it indexes (with its length) and its shape."""
+
+    name: str
+    axis: str
+    length: int
+    axes: tuple[str, ...]
+    shape: tuple[int, ...]
+    col: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    op: str
+    text: str
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    steps: tuple[Step, ...]
+    in_dims: tuple[tuple[str, ...], ...]  # elementary axes of each input dim
+    out_dims: tuple[tuple[str, ...], ...]
+    lengths: tuple[tuple[str, int, str], ...]  # (axis, length, where it came from)
+    indices: tuple[IndexUse, ...] = ()
+    gathers: tuple[IndexSpec, ...] = ()
+    scatters: tuple[IndexSpec, ...] = ()
+    reduction: object = None
+    into_shape: tuple[int, ...] | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def is_view(self) -> bool:
+        """Whether the result shares memory with a contiguous input."""
+        return all(step.view for step in self.steps)
+
+
+# --- shape arithmetic --------------------------------------------------------
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Strides of ``new`` as a view of (shape, strides), or None when a copy is needed.
+
+    The algorithm of numpy's _attempt_nocopy_reshape (torch's computeStride).
+    """
+    if math.prod(shape) == 0:
+        return contiguous_strides(new)
+    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    dims, strs = [n for n, _ in old], [s for _, s in old]
+    out = [0] * len(new)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(new) and oi < len(dims):
+        np_, op_ = new[ni], dims[oi]
+        while np_ != op_:
+            if np_ < op_:
+                np_ *= new[nj]
+                nj += 1
+            else:
+                op_ *= dims[oj]
+                oj += 1
+        for ok in range(oi, oj - 1):
+            if strs[ok] != dims[ok + 1] * strs[ok + 1]:
+                return None
+        out[nj - 1] = strs[oj - 1]
+        for nk in range(nj - 1, ni, -1):
+            out[nk - 1] = out[nk] * new[nk]
+        ni, oi = nj, oj
+        nj, oj = nj + 1, oj + 1
+    last = out[ni - 1] if ni >= 1 else 1
+    for nk in range(ni, len(new)):
+        out[nk] = last
+    return tuple(out)
+
+
+class _Tracker:
+    """Follows shape and strides through the steps, to mark each view or copy."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = tuple(shape)
+        self.strides = contiguous_strides(self.shape)
+        self.steps: list[Step] = []
+
+    def reshape(self, shape: tuple[int, ...]) -> None:
+        shape = tuple(shape)
+        if shape == self.shape:
+            return
+        strides = view_strides(self.shape, self.strides, shape)
+        self.steps.append(Reshape(shape, strides is not None))
+        self.shape, self.strides = shape, strides or contiguous_strides(shape)
+
+    def permute(self, perm: tuple[int, ...]) -> None:
+        perm = tuple(perm)
+        if perm == tuple(range(len(perm))):
+            return
+        self.steps.append(Permute(perm))
+        self.shape = tuple(self.shape[p] for p in perm)
+        self.strides = tuple(self.strides[p] for p in perm)
+
+    def fresh(self, step: Step, shape: tuple[int, ...]) -> None:
+        """A step that makes a new (contiguous) tensor."""
+        self.steps.append(step)
+        self.shape = tuple(shape)
+        self.strides = contiguous_strides(self.shape)
+
+    def expand(self, shape: tuple[int, ...]) -> None:
+        shape = tuple(shape)
+        if shape == self.shape:
+            return
+        self.steps.append(Expand(shape))
+        self.strides = tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides))
+        self.shape = shape
+
+
+# --- lengths -----------------------------------------------------------------
+
+
+def _err(recipe: Recipe, code: str, message: str, col: int | None, hint: str | None = None) -> RearrError:
+    return RearrError(message, code=code, pattern=recipe.text, col=col, hint=hint)
+
+
+def _expand_ellipsis(recipe: Recipe, dims: tuple[Dim, ...], ndim: int) -> tuple[tuple[Dim, ...], tuple[str, ...]]:
+    """Replace the ellipsis dim of an input by as many one-axis dims as it covers."""
+    fixed = [d for d in dims if ELLIPSIS not in d.names]
+    if len(fixed) == len(dims):
+        if ndim != len(dims):
+            raise _err(recipe, "RA304", f"the pattern has {len(dims)} input dimensions, the tensor has {ndim}", 0,
+                       "write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
+        return dims, ()
+    n = ndim - len(fixed)
+    if n < 0:
+        raise _err(recipe, "RA304", f"the pattern needs at least {len(fixed)} dimensions, the tensor has {ndim}",
+                   0, "pass a tensor with more dimensions, or name fewer axes")
+    names = tuple(f"{ELLIPSIS}{i}" for i in range(n))
+    out: list[Dim] = []
+    for d in dims:
+        if ELLIPSIS in d.names:
+            out.extend(Dim((name,), d.col) for name in names)
+        else:
+            out.append(d)
+    return tuple(out), names
+
+
+def _expand_names(names: tuple[str, ...], ell: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for n in names:
+        out.extend(ell if n == ELLIPSIS else (n,))
+    return tuple(out)
+
+
+def _expand_out(dims: tuple[Dim, ...], ell: tuple[str, ...]) -> tuple[Dim, ...]:
+    out: list[Dim] = []
+    for d in dims:
+        if d.names == (ELLIPSIS,):
+            out.extend(Dim((n,), d.col) for n in ell)
+        else:
+            out.append(Dim(_expand_names(d.names, ell), d.col))
+    return tuple(out)
+
+
+class _Lengths:
+    """Known axis lengths with where each came from (for errors and explain)."""
+
+    def __init__(self, recipe: Recipe) -> None:
+        self.recipe = recipe
+        self.value: dict[str, int] = {}
+        self.source: dict[str, str] = {}
+
+    def set(self, name: str, value: int, source: str, col: int | None) -> None:
+        if name in self.value and self.value[name] != value:
+            raise _err(self.recipe, "RA303",
+                       f"axis {_show(name)} has length {self.value[name]} ({self.source[name]}) "
+                       f"but {value} ({source})", col,
+                       "make the lengths agree, or leave one of them out to infer it")
+        if name not in self.value:
+            self.value[name] = value
+            self.source[name] = source
+
+    def solve(self, dim: Dim, size: int, where: str) -> None:
+        """Lengths of the axes of one dimension of the given size; at most one unknown."""
+        recipe = self.recipe
+        unknown = [n for n in dim.names if n not in self.value]
+        known = math.prod(self.value[n] for n in dim.names if n in self.value)
+        if not dim.names:
+            if size != 1:
+                raise _err(recipe, "RA303", f"{where} has length {size}, but the pattern has a unit axis there",
+                           dim.col, "name the axis instead of '1' or '()'")
+            return
+        if not unknown:
+            if known != size:
+                expr = " * ".join(f"{_show(n)}={self.value[n]}" for n in dim.names)
+                raise _err(recipe, "RA303", f"{where} has length {size}, but {expr} makes {known}", dim.col,
+                           "fix the length keywords, or leave one out to infer it")
+            return
+        if len(unknown) > 1:
+            raise _err(recipe, "RA301", f"cannot infer both {_show(unknown[0])} and {_show(unknown[1])} "
+                       f"from {where} of length {size}", dim.col,
+                       f"pass the length of all but one axis of the group, e.g. {unknown[0]}=...")
+        if known == 0 or size % known:
+            names = " * ".join(_show(n) for n in dim.names if n in self.value)
+            raise _err(recipe, "RA302", f"{where} has length {size}, which {names} = {known} does not divide",
+                       dim.col, "fix the length keywords so that their product divides the dimension")
+        self.set(unknown[0], size // known, f"inferred: {where} / {known}" if known != 1 else where, dim.col)
+
+
+def _show(name: str) -> str:
+    if name.startswith(ELLIPSIS):
+        return f"...[{name[1:]}]"
+    if "@" in name:
+        return name.split("@")[0]
+    return repr(name)
+
+
+def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...]):
+    """Expanded input/output dims and every axis length."""
+    (ins,), (outs,) = recipe.inputs, recipe.outputs
+    ins, ell = _expand_ellipsis(recipe, ins, len(shape))
+    outs = _expand_out(outs, ell)
+    lens = _Lengths(recipe)
+    for name, value in recipe.anon:
+        lens.set(name, value, "anonymous axis", recipe.col(name))
+    index_names = set(recipe.index_names)
+    for name, value in lengths:
+        if name not in index_names:
+            lens.set(name, check_length_value(recipe, name, value), "keyword", recipe.col(name))
+    for k, (dim, size) in enumerate(zip(ins, shape)):
+        lens.solve(dim, size, f"input dimension {k}")
+    return ins, outs, ell, lens
+
+
+def _specs(specs: tuple[IndexSpec, ...], ell: tuple[str, ...]) -> tuple[IndexSpec, ...]:
+    return tuple(IndexSpec(s.name, s.axis, _expand_names(s.axes, ell), s.col, s.declared) for s in specs)
+
+
+# --- planning ----------------------------------------------------------------
+
+
+def plan(
+    recipe: Recipe,
+    shape: tuple[int, ...],
+    lengths: tuple[tuple[str, object], ...] = (),
+    index_shapes: tuple[tuple[str, tuple[int, ...]], ...] = (),
+    into_shape: tuple[int, ...] | None = None,
+) -> Plan:
+    """Plan one call; raises RearrError for shapes and lengths that do not fit."""
+    shape = tuple(int(n) for n in shape)
+    ins, outs, ell, lens = _resolve(recipe, shape, lengths)
+    gathers, scatters = _specs(recipe.gathers, ell), _specs(recipe.scatters, ell)
+    indices = _index_lengths(recipe, gathers + scatters, dict(index_shapes), lens)
+    in_axes = [n for d in ins for n in d.names]
+    out_axes = [n for d in outs for n in d.names]
+    if into_shape is not None:
+        _into_lengths(recipe, outs, into_shape, lens)
+    for name in out_axes:
+        if name not in lens.value:
+            raise _err(recipe, "RA301", f"the length of output axis {_show(name)} is unknown", recipe.col(name),
+                       f"pass it as a keyword, e.g. {name}=10" + (", or pass into=" if recipe.op == "scatter" else ""))
+    size = lens.value.__getitem__
+    track = _Tracker(shape)
+    if gathers or scatters:
+        _plan_indexing(recipe, track, in_axes, out_axes, gathers, scatters, lens, into_shape)
+    else:
+        _plan_transform(recipe, track, in_axes, out_axes, size)
+    out_shape = tuple(math.prod(size(n) for n in d.names) for d in outs)
+    track.reshape(out_shape)
+    return Plan(
+        recipe.op, recipe.text, shape, out_shape, tuple(track.steps),
+        tuple(d.names for d in ins), tuple(d.names for d in outs),
+        tuple((n, lens.value[n], lens.source[n]) for n in lens.value),
+        indices, gathers, scatters, recipe.reduction, into_shape,
+    )
+
+
+def _plan_transform(recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size) -> None:
+    """rearrange / reduce / repeat: reshape, reduce, permute, expand (final reshape by the caller)."""
+    out_pos = {n: i for i, n in enumerate(out_axes)}
+    blocks: list[list[str]] = []
+    for name in in_axes:  # merge axes that travel together, so a view suffices more often
+        if blocks:
+            prev = blocks[-1][-1]
+            same_reduced = name not in out_pos and prev not in out_pos
+            adjacent = name in out_pos and prev in out_pos and out_pos[name] == out_pos[prev] + 1
+            if same_reduced or adjacent:
+                blocks[-1].append(name)
+                continue
+        blocks.append([name])
+    track.reshape(tuple(math.prod(size(n) for n in b) for b in blocks))
+    reduced = tuple(i for i, b in enumerate(blocks) if b[0] not in out_pos)
+    if reduced:
+        kept_shape = tuple(track.shape[i] for i in range(len(blocks)) if i not in reduced)
+        track.fresh(Reduce(recipe.reduction, reduced), kept_shape)
+    kept = [b for b in blocks if b[0] in out_pos]
+    order = sorted(range(len(kept)), key=lambda i: out_pos[kept[i][0]])
+    track.permute(tuple(order))
+    firsts = {kept[i][0]: kept[i] for i in order}
+    in_set = set(in_axes)
+    new = [n for n in out_axes if n not in in_set]
+    if new:
+        units = [(n, size(n)) if n not in in_set else (n, math.prod(size(a) for a in firsts[n]))
+                 for n in out_axes if n not in in_set or n in firsts]
+        track.reshape(tuple(1 if n not in in_set else length for n, length in units))
+        track.expand(tuple(length for _, length in units))
+
+
+def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], lens: _Lengths) -> tuple[IndexUse, ...]:
+    uses = []
+    for spec in specs:
+        shape = shapes.get(spec.name)
+        if shape is None:
+            raise _err(recipe, "RA301", f"index {spec.name!r} was not passed", spec.col,
+                       f"pass it as a keyword: {spec.name}=<integer tensor>")
+        if len(shape) != len(spec.axes):
+            axes = " ".join(_show(a).strip("'") for a in spec.axes) or "(none)"
+            raise _err(recipe, "RA304",
+                       f"index {spec.name!r} has {len(shape)} dimensions, the pattern gives it {len(spec.axes)}: {axes}",
+                       spec.col, _index_hint(recipe, spec, shape))
+        for axis, n in zip(spec.axes, shape):
+            if axis in lens.value and lens.value[axis] != n:
+                raise _err(recipe, "RA303",
+                           f"index {spec.name!r} has length {n} on axis {_show(axis)}, "
+                           f"the tensor has {lens.value[axis]} ({lens.source[axis]})",
+                           spec.col, _index_hint(recipe, spec, shape, axis, n))
+            lens.set(axis, n, f"index {spec.name}", spec.col)
+    for spec in specs:
+        if spec.axis not in lens.value:
+            raise _err(recipe, "RA301", f"the length of axis {_show(spec.axis)} is unknown", spec.col - 1,
+                       f"pass it as a keyword, e.g. {spec.axis}=10, or pass into=")
+        uses.append(IndexUse(spec.name, spec.axis, lens.value[spec.axis], spec.axes, shapes[spec.name], spec.col))
+    return tuple(uses)
+
+
+def _index_hint(recipe: Recipe, spec: IndexSpec, shape, axis: str | None = None, n: int | None = None) -> str:
+    if n == 1:
+        return (f"an index is never broadcast silently: to share it across {_show(axis or '')}, "
+                f"declare only the axes it has, e.g. '[{spec.name}: ...]' without {_show(axis or '')}")
+    if n is not None:
+        return (f"an index is never truncated or padded silently: give {spec.name!r} the full length, "
+                f"or slice the tensor to match before indexing")
+    return (f"declare the index's axes after ':', e.g. '[{spec.name}: b k]', so that they match "
+            f"its shape {tuple(shape)}")
+
+
+def _into_lengths(recipe: Recipe, outs: tuple[Dim, ...], into_shape: tuple[int, ...], lens: _Lengths) -> None:
+    if len(into_shape) != len(outs):
+        raise _err(recipe, "RA304", f"into= has {len(into_shape)} dimensions, the output has {len(outs)}",
+                   recipe.outputs[0][0].col if recipe.outputs[0] else None, "pass into= with the output's shape")
+    for k, (dim, n) in enumerate(zip(outs, into_shape)):
+        lens.solve(dim, n, f"dimension {k} of into=")
+
+
+def _plan_indexing(recipe, track, in_axes, out_axes, gathers, scatters, lens, into_shape) -> None:
+    size = lens.value.__getitem__
+    # Input elementary axes; gathers turn them into the "middle" axes.
+    track.reshape(tuple(size(n) for n in in_axes))
+    axes = list(in_axes)
+    if gathers:
+        axes = _plan_gather(track, axes, gathers, out_axes if not scatters else None, size)
+    if scatters:
+        _plan_scatter(recipe, track, axes, out_axes, scatters, size, into_shape)
+    else:
+        track.permute(tuple(axes.index(n) for n in out_axes))
+
+
+def _coords(space: list[str], lead: list[str], specs, size, with_strides: bool) -> tuple[Coord, ...]:
+    """A coordinate per leading axis, over the index space, with row-major strides."""
+    by_axis = {s.axis: s for s in specs}
+    coords = []
+    for i, axis in enumerate(lead):
+        stride = math.prod(size(a) for a in lead[i + 1:]) if with_strides else 1
+        spec = by_axis.get(axis)
+        if spec is not None:
+            order = sorted(range(len(spec.axes)), key=lambda j: space.index(spec.axes[j]))
+            shape = tuple(size(a) if a in spec.axes else 1 for a in space)
+            coords.append(Coord(spec.name, size(axis), tuple(order), shape, stride))
+        else:
+            shape = tuple(size(a) if a == axis else 1 for a in space)
+            coords.append(Coord(None, size(axis), (), shape, stride))
+    return tuple(coords)
+
+
+def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> list[str]:
+    """Read the gathered axes at their indices; returns the new axis order."""
+    gathered = [s.axis for s in specs]
+    space = list(dict.fromkeys(a for s in specs for a in s.axes))
+    if out_axes is not None:  # order the index space as the output, so the last permute is often identity
+        space.sort(key=out_axes.index)
+    lead = [a for a in axes if a in gathered or a in space]
+    free = [a for a in axes if a not in lead]
+    if len(specs) == 1 and _along_ok(axes, specs[0], free):
+        spec = specs[0]
+        new = [a for a in spec.axes if a not in axes]
+        dim = axes.index(spec.axis)
+        target = [a if a != spec.axis else (new[0] if new else spec.axis) for a in axes]
+        order = sorted(range(len(spec.axes)), key=lambda j: target.index(spec.axes[j]))
+        ishape = tuple(size(a) if a in spec.axes else 1 for a in target)
+        shape = tuple(size(a) if a != spec.axis else (size(new[0]) if new else 1) for a in target)
+        track.fresh(GatherAlong(dim, Coord(spec.name, size(spec.axis), tuple(order), ishape), shape), shape)
+        if not new:  # the index added no axis: drop the unit axis left where spec.axis was
+            target.remove(spec.axis)
+            track.reshape(tuple(size(a) for a in target))
+        return target
+    if axes[: len(lead)] == lead:  # whole rows move: index_select on a (rows, width) view
+        track.reshape((math.prod(size(a) for a in lead), math.prod(size(a) for a in free)))
+        coords = _coords(space, lead, specs, size, True)
+        space_shape = tuple(size(a) for a in space)
+        track.fresh(TakeRows(coords, space_shape), (math.prod(space_shape), track.shape[1]))
+        track.reshape(space_shape + tuple(size(a) for a in free))
+        return space + free
+    track.permute(tuple(axes.index(a) for a in lead + free))
+    coords = _coords(space, lead, specs, size, False)
+    shape = tuple(size(a) for a in space + free)
+    track.fresh(AdvancedIndex(coords), shape)
+    return space + free
+
+
+def _along_ok(axes: list[str], spec: IndexSpec, free: list[str]) -> bool:
+    """torch.gather fits: the index covers every kept axis it is not broadcast over, plus one new axis at most."""
+    new = [a for a in spec.axes if a not in axes]
+    if len(new) > 1 or spec.axis in spec.axes:
+        return False
+    # With free (un-indexed) axes trailing, row moves are faster; gather when the index varies per element.
+    return not free or axes[-len(free):] != free
+
+
+def _plan_scatter(recipe, track, axes, out_axes, specs, size, into_shape) -> None:
+    """Combine the middle tensor (axes) into the output at the scattered positions."""
+    reduction = recipe.reduction
+    written = [s.axis for s in specs]
+    space = list(dict.fromkeys(a for s in specs for a in s.axes))
+    kept_out = [a for a in out_axes if a not in written]
+    lead = [a for a in out_axes if a in written or a in space]
+    free = [a for a in kept_out if a not in space]
+    if len(specs) == 1 and not free and _scatter_along_ok(axes, out_axes, specs[0]):
+        spec = specs[0]
+        combined = next(a for a in axes if a not in out_axes)
+        src_order = [a if a != spec.axis else combined for a in out_axes]
+        track.permute(tuple(axes.index(a) for a in src_order))
+        order = sorted(range(len(spec.axes)), key=lambda j: src_order.index(spec.axes[j]))
+        shape = tuple(size(a) for a in out_axes)
+        into = _into_steps(into_shape, out_axes, out_axes, shape, size) if into_shape is not None else ()
+        coord = Coord(spec.name, size(spec.axis), tuple(order), tuple(size(a) for a in src_order))
+        track.fresh(ScatterAlong(reduction, out_axes.index(spec.axis), coord, shape, into), shape)
+        return
+    # Rows: the middle tensor as (index space, free) rows, combined into (lead, free) rows.
+    track.permute(tuple(axes.index(a) for a in space + free))
+    width = math.prod(size(a) for a in free)
+    track.reshape((math.prod(size(a) for a in space), width))
+    coords = _coords(space, lead, specs, size, True)
+    rows = math.prod(size(a) for a in lead)
+    into = _into_steps(into_shape, out_axes, lead + free, (rows, width), size) if into_shape is not None else ()
+    track.fresh(ScatterRows(reduction, rows, coords, tuple(size(a) for a in space), into), (rows, width))
+    track.reshape(tuple(size(a) for a in lead + free))
+    order = lead + free
+    track.permute(tuple(order.index(a) for a in out_axes))
+
+
+def _scatter_along_ok(axes: list[str], out_axes: list[str], spec: IndexSpec) -> bool:
+    combined = [a for a in axes if a not in out_axes]
+    kept = [a for a in out_axes if a != spec.axis]
+    return len(combined) == 1 and sorted(spec.axes) == sorted(axes) and sorted(kept + combined) == sorted(axes)
+
+
+def _into_steps(
+    into_shape: tuple[int, ...], out_axes: list[str], order: list[str], final: tuple[int, ...], size
+) -> tuple[Step, ...]:
+    """Steps that bring into= (the output's shape) to the scatter's layout ``final``."""
+    track = _Tracker(into_shape)
+    track.reshape(tuple(size(a) for a in out_axes))
+    track.permute(tuple(out_axes.index(a) for a in order))
+    track.reshape(final)
+    return tuple(track.steps)
