@@ -124,7 +124,7 @@ def _shape_of(tensor: Any) -> object:
 
 
 def rearrange(
-    tensor: Tensor | Sequence[Tensor], pattern: str, *, check_bounds: bool = True, **axes_lengths: Any
+    tensor: Tensor | Sequence[Tensor], /, pattern: str, *, check_bounds: bool = True, **axes_lengths: Any
 ) -> Tensor:
     """Reorder, merge and split axes; gather through ``[index]`` brackets.
 
@@ -138,7 +138,7 @@ def rearrange(
 
 
 def reduce(
-    tensor: Tensor | Sequence[Tensor], pattern: str, reduction: str | Callable, **axes_lengths: Any
+    tensor: Tensor | Sequence[Tensor], /, pattern: str, reduction: str | Callable, **axes_lengths: Any
 ) -> Tensor:
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
@@ -149,13 +149,14 @@ def reduce(
     return _run("reduce", tensor, pattern, reduction, axes_lengths)
 
 
-def repeat(tensor: Tensor | Sequence[Tensor], pattern: str, **axes_lengths: Any) -> Tensor:
+def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
     """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
     return _run("repeat", tensor, pattern, None, axes_lengths)
 
 
 def scatter(
     src: Tensor | Sequence[Tensor],
+    /,
     pattern: str,
     reduction: str,
     *,

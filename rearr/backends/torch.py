@@ -183,15 +183,16 @@ def scatterrows(step: ScatterRows):
         if base is not None:
             if reduction == "sum":
                 return base.index_add(0, flat, x)
-            return base.index_reduce(0, flat, x, native, include_self=True)
+            return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=True)
         if reduction == "sum":
             out = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=x.device).index_add(0, flat, x)
             if fill != 0:
                 hit = torch.zeros(rows, dtype=torch.bool, device=x.device).index_fill(0, flat, True)
                 out = torch.where(hit[:, None], out, fill)
             return out
+        # scatter_reduce (stable API) with the row index expanded, a view: index_reduce is still beta.
         base = torch.full((rows, x.shape[1]), fill, dtype=x.dtype, device=x.device)
-        return base.index_reduce(0, flat, x, native, include_self=False)
+        return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=False)
 
     return run
 
