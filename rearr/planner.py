@@ -268,7 +268,7 @@ def _expand_names(names: tuple[str, ...], ell: tuple[str, ...]) -> tuple[str, ..
 def _expand_out(dims: tuple[Dim, ...], ell: tuple[str, ...]) -> tuple[Dim, ...]:
     out: list[Dim] = []
     for d in dims:
-        if d.names == (ELLIPSIS,):
+        if d.names == (ELLIPSIS,) and not d.group:
             out.extend(Dim((n,), d.col) for n in ell)
         else:
             out.append(Dim(_expand_names(d.names, ell), d.col))
@@ -401,17 +401,23 @@ def _plan_transform(recipe: Recipe, track: _Tracker, in_axes: list[str], out_axe
                 blocks[-1].append(name)
                 continue
         blocks.append([name])
-    track.reshape(tuple(math.prod(size(n) for n in b) for b in blocks))
     reduced = tuple(i for i, b in enumerate(blocks) if b[0] not in out_pos)
+    kept = [b for b in blocks if b[0] in out_pos]
+    order = sorted(range(len(kept)), key=lambda i: out_pos[kept[i][0]])
+    in_set = set(in_axes)
+    new = [n for n in out_axes if n not in in_set]
+    if not reduced and not new and order == sorted(order):
+        return  # the axes keep their order: the caller's one reshape does it all
+    track.reshape(tuple(math.prod(size(n) for n in b) for b in blocks))
+    if reduced and recipe.reduction in ("min", "max") and any(track.shape[i] == 0 for i in reduced):
+        axis = next(n for i in reduced for n in blocks[i] if size(n) == 0)
+        raise _err(recipe, "RA400", f"'{recipe.reduction}' over the empty axis {_show(axis)} has no value",
+                   recipe.col(axis), "reduce over non-empty axes, or use 'sum'/'any' whose empty result is defined")
     if reduced:
         kept_shape = tuple(track.shape[i] for i in range(len(blocks)) if i not in reduced)
         track.fresh(Reduce(recipe.reduction, reduced), kept_shape)
-    kept = [b for b in blocks if b[0] in out_pos]
-    order = sorted(range(len(kept)), key=lambda i: out_pos[kept[i][0]])
     track.permute(tuple(order))
     firsts = {kept[i][0]: kept[i] for i in order}
-    in_set = set(in_axes)
-    new = [n for n in out_axes if n not in in_set]
     if new:
         units = [(n, size(n)) if n not in in_set else (n, math.prod(size(a) for a in firsts[n]))
                  for n in out_axes if n not in in_set or n in firsts]

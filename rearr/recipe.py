@@ -31,6 +31,7 @@ class Dim:
 
     names: tuple[str, ...]
     col: int
+    group: bool = False  # written in parentheses: '(...)' stays one dimension
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ def _operand_dims(
                 assert isinstance(item, ir.Axis)
                 names.append(item.name)
                 cols.setdefault(item.name, item.col)
-        dims.append(Dim(tuple(names), dim.col))
+        dims.append(Dim(tuple(names), dim.col, isinstance(dim, ir.Group)))
     return tuple(dims)
 
 

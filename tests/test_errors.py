@@ -1,0 +1,125 @@
+"""Every mistake is a RearrError with the pattern, a caret at the fault, the shape and a fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from _backends import backends, to_backend
+
+import rearr
+from rearr.errors import CODES
+
+# (call, pattern, shape, kwargs, code, the text under the caret)
+CASES = [
+    ("rearrange", "a b c", (2, 3, 4), {}, "RA101", None),
+    ("rearrange", "(a b -> a b", (2, 3), {}, "RA102", "("),
+    ("rearrange", "a b) -> a b", (2, 3), {}, "RA102", ")"),
+    ("rearrange", "(a (b c)) -> a b c", (2, 3), {}, "RA102", "("),
+    ("rearrange", "a $ -> a", (2, 3), {}, "RA103", "$"),
+    ("rearrange", "a b -> a", (2, 3), {}, "RA200", "b"),
+    ("rearrange", "a -> a b", (2,), {}, "RA200", "b"),
+    ("rearrange", "a a -> a", (2, 3), {}, "RA201", "a"),
+    ("rearrange", "(a b c) -> a b c", (24,), {}, "RA301", "("),
+    ("rearrange", "(a b) -> a b", (7,), {"a": 2}, "RA302", "("),
+    ("rearrange", "a b -> b a", (2, 3), {"a": 5}, "RA303", "a"),
+    ("rearrange", "a b -> b a", (2, 3, 4), {}, "RA304", "a"),
+    ("rearrange", "a b -> b a", (2, 3), {"c": 4}, "RA300", None),
+    ("reduce", "a b -> a", (2, 3), {}, "RA400", None),
+    ("rearrange", "... a ... -> a", (2, 3), {}, "RA202", "..."),
+    ("rearrange", "(... a) -> a ...", (2, 3), {}, "RA202", "..."),
+    ("rearrange", "a -> a ...", (2,), {}, "RA202", "..."),
+    ("reduce", "a n[i] -> a", (2, 3), {}, "RA204", "["),
+    ("repeat", "a n[i] -> a n", (2, 3), {}, "RA204", "["),
+    ("rearrange", "a -> a n[i]", (2,), {}, "RA204", "["),
+    ("rearrange", "(a 2) -> a", (4,), {}, "RA203", "2"),
+    ("repeat", "a -> a c", (2,), {}, "RA301", "c"),
+    ("rearrange", "a b -> b a", (2, 3), {"a": -1}, "RA305", "a"),
+    ("rearrange", "a_ -> a_", (2,), {}, "RA104", "a_"),
+    ("rearrange", "a, b -> a b", (2,), {}, "RA206", "b"),
+]
+
+
+def _call(op, x, pattern, kwargs):
+    if op == "reduce":
+        return rearr.reduce(x, pattern, kwargs.pop("reduction", "average"), **kwargs)
+    return getattr(rearr, op)(x, pattern, **kwargs)
+
+
+@backends
+@pytest.mark.parametrize("op, pattern, shape, kwargs, code, under_caret", CASES)
+def test_mistakes_are_rearr_errors_with_a_caret(backend, op, pattern, shape, kwargs, code, under_caret):
+    x = to_backend(np.zeros(shape), backend)
+    with pytest.raises(rearr.RearrError) as info:
+        _call(op, x, pattern, dict(kwargs))
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.code == code, str(err)
+    assert err.pattern == pattern
+    assert err.hint, "every error says how to fix it"
+    text = str(err)
+    assert pattern in text and "fix:" in text
+    if under_caret is not None:
+        assert err.col is not None and pattern[err.col:].startswith(under_caret), (err.col, text)
+        # the caret line points at the same column as the pattern line
+        lines = text.splitlines()
+        pattern_line = next(i for i, line in enumerate(lines) if line.endswith(pattern))
+        offset = lines[pattern_line].index(pattern)
+        assert lines[pattern_line + 1].index("^") == offset + err.col
+    assert f"input shape: {tuple(shape)}" in text
+    assert code in CODES
+
+
+def test_no_lark_name_ever_shows():
+    for pattern in ["a -> b [", "a [i:", "-> ->", "a b ] -> a", "a : b", "[i] a -> a", "a -> (b", "*", "a ,, b"]:
+        with pytest.raises(rearr.RearrError) as info:
+            rearr.rearrange(np.zeros(3), pattern)
+        assert "__ANON" not in str(info.value) and "Token" not in str(info.value)
+        assert info.value.col is None or 0 <= info.value.col <= len(pattern)
+
+
+@pytest.mark.parametrize("bad", [None, "abc", 3, {"a": 1}, [1, 2], [], object()])
+def test_unsupported_inputs_are_rearr_errors(bad):
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(bad, "a -> a")
+    assert info.value.code == "RA500"
+
+
+def test_pattern_must_be_a_string():
+    with pytest.raises(rearr.RearrError, match="must be a string"):
+        rearr.rearrange(np.zeros(3), 42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [2.5, "3", None, True, torch.tensor(3)])
+def test_bad_length_values(value):
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(np.zeros(6), "(a b) -> a b", a=value)
+    assert info.value.code == "RA305"
+
+
+def test_unknown_reduction_lists_the_choices():
+    with pytest.raises(rearr.RearrError, match="min, max, sum, mean, prod, any, all"):
+        rearr.reduce(np.zeros((2, 3)), "a b -> a", "median")
+    with pytest.raises(rearr.RearrError):
+        rearr.reduce(np.zeros((2, 3)), "a b -> a", 3)  # type: ignore[arg-type]
+
+
+@backends
+def test_max_over_an_empty_axis_is_a_rearr_error(backend):
+    with pytest.raises(rearr.RearrError, match="empty"):
+        rearr.reduce(to_backend(np.zeros((2, 0)), backend), "a b -> a", "max")
+
+
+def test_mixed_list_is_an_error():
+    with pytest.raises(rearr.RearrError):
+        rearr.rearrange([np.zeros(3), torch.zeros(3)], "n a -> a n")
+    with pytest.raises(rearr.RearrError):
+        rearr.rearrange([np.zeros(3), np.zeros(4)], "n a -> a n")
+
+
+def test_input_is_not_modified_by_errors():
+    x = np.arange(6.0)
+    before = x.copy()
+    with pytest.raises(rearr.RearrError):
+        rearr.rearrange(x, "(a b) -> a b", a=4)
+    np.testing.assert_array_equal(x, before)
