@@ -363,11 +363,11 @@ def plan(
     shape = tuple(int(n) for n in shape)
     ins, outs, ell, lens = _resolve(recipe, shape, lengths)
     gathers, scatters = _specs(recipe.gathers, ell), _specs(recipe.scatters, ell)
+    if into_shape is not None:
+        _into_lengths(recipe, outs, into_shape, lens)
     indices = _index_lengths(recipe, gathers + scatters, dict(index_shapes), lens)
     in_axes = [n for d in ins for n in d.names]
     out_axes = [n for d in outs for n in d.names]
-    if into_shape is not None:
-        _into_lengths(recipe, outs, into_shape, lens)
     for name in out_axes:
         if name not in lens.value:
             raise _err(recipe, "RA301", f"the length of output axis {_show(name)} is unknown", recipe.col(name),
@@ -435,8 +435,9 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
         if len(shape) != len(spec.axes):
             axes = " ".join(_show(a).strip("'") for a in spec.axes) or "(none)"
             raise _err(recipe, "RA304",
-                       f"index {spec.name!r} has {len(shape)} dimensions, the pattern gives it {len(spec.axes)}: {axes}",
-                       spec.col, _index_hint(recipe, spec, shape))
+                       f"index {spec.name!r} has {len(shape)} dimensions, "
+                       f"the pattern gives it {len(spec.axes)}: {axes}",
+                       spec.col, _index_hint(recipe, spec, shape, guess=_guess_axes(spec.axes, shape, lens.value)))
         for axis, n in zip(spec.axes, shape):
             if axis in lens.value and lens.value[axis] != n:
                 raise _err(recipe, "RA303",
@@ -452,15 +453,42 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
     return tuple(uses)
 
 
-def _index_hint(recipe: Recipe, spec: IndexSpec, shape, axis: str | None = None, n: int | None = None) -> str:
-    if n == 1:
-        return (f"an index is never broadcast silently: to share it across {_show(axis or '')}, "
-                f"declare only the axes it has, e.g. '[{spec.name}: ...]' without {_show(axis or '')}")
-    if n is not None:
-        return (f"an index is never truncated or padded silently: give {spec.name!r} the full length, "
-                f"or slice the tensor to match before indexing")
-    return (f"declare the index's axes after ':', e.g. '[{spec.name}: b k]', so that they match "
-            f"its shape {tuple(shape)}")
+def _guess_axes(axes: tuple[str, ...], shape: tuple[int, ...], known: dict[str, int]) -> list[str] | None:
+    """The axes an index of this shape most likely has: in order, lengths matching."""
+    out: list[str] = []
+    rest = list(axes)
+    for n in shape:
+        while rest and known.get(rest[0], n) != n:
+            rest.pop(0)
+        if not rest:
+            return None
+        out.append(rest.pop(0))
+    return out
+
+
+def _index_hint(
+    recipe: Recipe, spec: IndexSpec, shape, axis: str | None = None, n: int | None = None,
+    guess: list[str] | None = None,
+) -> str:
+    if n is not None and n == 1:  # np.take_along_axis would broadcast this silently
+        keep = [a for a in spec.axes if a != axis]
+        return (f"an index is never broadcast silently; to share one index across {_show(axis or '')}, "
+                f"declare the axes it has: {_with_axes(recipe, spec, keep)!r}, and drop its length-1 axis")
+    if n is not None:  # torch.gather would silently use the first rows only
+        return (f"an index is never truncated silently: give {spec.name!r} the tensor's length on "
+                f"{_show(axis or '')}, or slice the tensor to the rows you mean before indexing")
+    if guess:
+        return f"declare the axes the index has, after ':': {_with_axes(recipe, spec, guess)!r}"
+    return f"declare the axes the index has after ':', e.g. '[{spec.name}: b k]', to match its shape {tuple(shape)}"
+
+
+def _with_axes(recipe: Recipe, spec: IndexSpec, axes: list[str]) -> str:
+    """The pattern with this index's axes written out, as the user would write it."""
+    text = recipe.text
+    end = text.find("]", spec.col)
+    if any(a.startswith(ELLIPSIS) for a in axes) or end < 0:
+        return text
+    return f"{text[:spec.col]}{spec.name}: {' '.join(axes)}{text[end:]}"
 
 
 def _into_lengths(recipe: Recipe, outs: tuple[Dim, ...], into_shape: tuple[int, ...], lens: _Lengths) -> None:
