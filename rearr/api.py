@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from . import planner, recipe
-from .backends import backend_for, compile_plan
+from .backends import _BY_TYPE, backend_for, compile_plan
 from .errors import RearrError
 
 Tensor = TypeVar("Tensor")
@@ -17,25 +17,31 @@ _SCATTER_OPTIONS = ("fill", "into", "check_bounds")
 
 @lru_cache(maxsize=1024)
 def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
-    """(pattern, op, shape, lengths, backend) -> the plan's native calls. The hot path's one look-up."""
+    """(op, pattern, shape, lengths, backend) -> the plan's native calls: the hot path's one look-up."""
     r = recipe.analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
-    p = planner.plan(r, shape, lengths)
-    return compile_plan(p.steps, backend)
+    return compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend)
 
 
 @lru_cache(maxsize=1024)
 def _indexed(
-    op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple,
-    index_shapes: tuple, into_shape: tuple | None,
-) -> tuple[planner.Plan, tuple]:
-    """The same for patterns with index brackets: the plan depends on the index shapes too."""
-    names = tuple(sorted([n for n, _ in lengths] + [n for n, _ in index_shapes]))
-    r = recipe.analyze(text, op, reduction, names)
-    p = planner.plan(r, shape, lengths, index_shapes, into_shape)
-    return p, compile_plan(p.steps, backend)
+    op: str, text: str, reduction: object, backend: Any, shape: tuple, keywords: tuple, into_shape: tuple | None
+) -> tuple[tuple, tuple]:
+    """The same with index brackets; ``keywords`` holds lengths and the index tensors' shapes."""
+    names = index_names(text)
+    lengths = tuple((n, v) for n, v in keywords if n not in names)
+    index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
+    r = recipe.analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
+    p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
+    return p.indices, compile_plan(p.steps, backend)
 
 
-_CACHES = (recipe.analyze, _compiled, _indexed)
+@lru_cache(maxsize=1024)
+def index_names(text: str) -> frozenset[str]:
+    """The names of the index operands of a pattern (what its brackets hold)."""
+    return frozenset(s.name for s in recipe.index_specs(recipe.parse(text)))
+
+
+_CACHES = (recipe.analyze, _compiled, _indexed, index_names)
 
 
 def _tensor_and_backend(tensor: Any):
@@ -57,17 +63,18 @@ def _run(
     op: str, tensor: Any, pattern: str, reduction: object, kwargs: dict[str, Any], check_bounds: bool = True
 ) -> Any:
     try:
-        x, backend = _tensor_and_backend(tensor)
-        shape = x.shape
-        if isinstance(pattern, str) and "[" not in pattern:
+        backend = _BY_TYPE.get(type(tensor))
+        if backend is None:
+            tensor, backend = _tensor_and_backend(tensor)
+        if pattern.__class__ is str and "[" not in pattern:
             try:
-                calls = _compiled(op, pattern, reduction, backend, shape, tuple(kwargs.items()))
-            except TypeError:  # an unhashable length value: let the slow path name it
-                calls = _uncached(op, pattern, reduction, backend, shape, kwargs)
+                calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
+            except TypeError:  # an unhashable length value: let the uncached path name it
+                calls = _uncached(op, pattern, reduction, backend, tensor.shape, kwargs)
             for f in calls:
-                x = f(x, None)
-            return x
-        return _run_indexed(op, x, backend, pattern, reduction, kwargs, None, 0, check_bounds)
+                tensor = f(tensor, None)
+            return tensor
+        return _run_indexed(op, tensor, backend, pattern, reduction, kwargs, None, 0, check_bounds)
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
@@ -79,34 +86,42 @@ def _uncached(op, pattern, reduction, backend, shape, kwargs):
 
 
 def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds):
-    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
+    if not isinstance(pattern, str):
+        recipe.parse(pattern)  # raises the RearrError for a non-string pattern
+    names = index_names(pattern)
     env: dict[str, Any] = {"text": pattern, "fill": fill}
-    index_shapes = []
-    lengths = []
+    keywords = []
     for name, value in kwargs.items():
-        if name in r.index_names:
-            env[name] = backend.convert_index(value, x, name, pattern)
-            index_shapes.append((name, tuple(env[name].shape)))
+        if name in names:
+            value = env[name] = backend.convert_index(value, x, name, pattern)
+            keywords.append((name, value.shape))
         else:
-            lengths.append((name, value))
+            keywords.append((name, value))
+    into_shape = None
     if into is not None:
-        into_b = backend_for(into)
-        if into_b is not backend:
+        if backend_for(into) is not backend:
             raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
                              hint="convert one of them")
         env["into"] = into
-    into_shape = tuple(into.shape) if into is not None else None
-    plan, calls = _indexed(op, pattern, reduction, backend, tuple(x.shape), tuple(lengths),
-                           tuple(sorted(index_shapes)), into_shape)
-    for use in plan.indices:
-        if check_bounds:
+        into_shape = tuple(into.shape)
+    try:
+        uses, calls = _indexed(op, pattern, reduction, backend, x.shape, tuple(keywords), into_shape)
+    except TypeError:  # an unhashable length value
+        for name, value in keywords:
+            if name not in names:
+                recipe.check_length_value(recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs))),
+                                          name, value)
+        raise
+    if check_bounds:
+        for use in uses:
             env[use.name] = backend.check_index(env[use.name], use, pattern)
+        for f in calls:
+            x = f(x, env)
+        return x
     try:
         for f in calls:
             x = f(x, env)
     except (IndexError, RuntimeError) as e:
-        if check_bounds:
-            raise
         raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
                          hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                          "to find the bad one") from None
@@ -179,7 +194,10 @@ def scatter(
         if not isinstance(reduction, str):
             raise RearrError("scatter's reduction is a name", code="RA400",
                              hint=f"one of {', '.join(recipe.SCATTER_REDUCTIONS)}")
-        x, backend = _tensor_and_backend(src)
+        backend = _BY_TYPE.get(type(src))
+        x = src
+        if backend is None:
+            x, backend = _tensor_and_backend(src)
         return _run_indexed("scatter", x, backend, pattern, reduction, lengths_and_indices, into,
                             0 if fill is None else fill, check_bounds)
     except RearrError as e:

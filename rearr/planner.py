@@ -54,6 +54,12 @@ class Coord:
     perm: tuple[int, ...]
     shape: tuple[int, ...]
     stride: int = 1
+    source: tuple[int, ...] = ()  # the index tensor's own shape
+
+    @property
+    def permuted(self) -> tuple[int, ...]:
+        """The index's shape after ``perm`` (before the view as ``shape``)."""
+        return tuple(self.source[p] for p in self.perm) if self.index is not None else (self.length,)
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,7 @@ class ScatterAlong:
     dim: int
     coord: Coord
     shape: tuple[int, ...]  # the output's shape (in x's axis order)
+    src_shape: tuple[int, ...] = ()  # x's shape, which the index is expanded to
     into: tuple = ()
     view: bool = False
 
@@ -522,11 +529,21 @@ def _coords(space: list[str], lead: list[str], specs, size, with_strides: bool) 
         if spec is not None:
             order = sorted(range(len(spec.axes)), key=lambda j: space.index(spec.axes[j]))
             shape = tuple(size(a) if a in spec.axes else 1 for a in space)
-            coords.append(Coord(spec.name, size(axis), tuple(order), shape, stride))
+            coords.append(Coord(spec.name, size(axis), tuple(order), shape, stride, _source(spec, size)))
         else:
             shape = tuple(size(a) if a == axis else 1 for a in space)
             coords.append(Coord(None, size(axis), (), shape, stride))
     return tuple(coords)
+
+
+# Row moves (index_select / index_add on a (rows, width) view) win on large
+# tensors with trailing free axes; below this many moved elements, the fewer
+# native calls of torch.gather / scatter_reduce with an expanded index win.
+ROWS_MIN_ELEMENTS = 1 << 15
+
+
+def _source(spec: IndexSpec, size) -> tuple[int, ...]:
+    return tuple(size(a) for a in spec.axes)
 
 
 def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> list[str]:
@@ -537,7 +554,9 @@ def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> lis
         space.sort(key=out_axes.index)
     lead = [a for a in axes if a in gathered or a in space]
     free = [a for a in axes if a not in lead]
-    if len(specs) == 1 and _along_ok(axes, specs[0], free):
+    rows_ok = axes[: len(lead)] == lead
+    big = math.prod(size(a) for a in space + free) >= ROWS_MIN_ELEMENTS
+    if len(specs) == 1 and _gather_along_ok(axes, specs[0]) and not (rows_ok and free and big):
         spec = specs[0]
         new = [a for a in spec.axes if a not in axes]
         dim = axes.index(spec.axis)
@@ -545,12 +564,13 @@ def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> lis
         order = sorted(range(len(spec.axes)), key=lambda j: target.index(spec.axes[j]))
         ishape = tuple(size(a) if a in spec.axes else 1 for a in target)
         shape = tuple(size(a) if a != spec.axis else (size(new[0]) if new else 1) for a in target)
-        track.fresh(GatherAlong(dim, Coord(spec.name, size(spec.axis), tuple(order), ishape), shape), shape)
+        coord = Coord(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
+        track.fresh(GatherAlong(dim, coord, shape), shape)
         if not new:  # the index added no axis: drop the unit axis left where spec.axis was
             target.remove(spec.axis)
             track.reshape(tuple(size(a) for a in target))
         return target
-    if axes[: len(lead)] == lead:  # whole rows move: index_select on a (rows, width) view
+    if rows_ok:  # whole rows move: index_select on a (rows, width) view
         track.reshape((math.prod(size(a) for a in lead), math.prod(size(a) for a in free)))
         coords = _coords(space, lead, specs, size, True)
         space_shape = tuple(size(a) for a in space)
@@ -564,13 +584,9 @@ def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> lis
     return space + free
 
 
-def _along_ok(axes: list[str], spec: IndexSpec, free: list[str]) -> bool:
-    """torch.gather fits: the index covers every kept axis it is not broadcast over, plus one new axis at most."""
-    new = [a for a in spec.axes if a not in axes]
-    if len(new) > 1 or spec.axis in spec.axes:
-        return False
-    # With free (un-indexed) axes trailing, row moves are faster; gather when the index varies per element.
-    return not free or axes[-len(free):] != free
+def _gather_along_ok(axes: list[str], spec: IndexSpec) -> bool:
+    """torch.gather fits: the index has the tensor's axes (or is broadcast over them) and one new axis at most."""
+    return len([a for a in spec.axes if a not in axes]) <= 1 and spec.axis not in spec.axes
 
 
 def _plan_scatter(recipe, track, axes, out_axes, specs, size, into_shape) -> None:
@@ -581,16 +597,19 @@ def _plan_scatter(recipe, track, axes, out_axes, specs, size, into_shape) -> Non
     kept_out = [a for a in out_axes if a not in written]
     lead = [a for a in out_axes if a in written or a in space]
     free = [a for a in kept_out if a not in space]
-    if len(specs) == 1 and not free and _scatter_along_ok(axes, out_axes, specs[0]):
+    combined = [a for a in axes if a not in out_axes]
+    big = math.prod(size(a) for a in axes) >= ROWS_MIN_ELEMENTS
+    if len(specs) == 1 and len(combined) == 1 and combined[0] in specs[0].axes and not (free and big):
         spec = specs[0]
-        combined = next(a for a in axes if a not in out_axes)
-        src_order = [a if a != spec.axis else combined for a in out_axes]
+        src_order = [a if a != spec.axis else combined[0] for a in out_axes]
         track.permute(tuple(axes.index(a) for a in src_order))
         order = sorted(range(len(spec.axes)), key=lambda j: src_order.index(spec.axes[j]))
         shape = tuple(size(a) for a in out_axes)
         into = _into_steps(into_shape, out_axes, out_axes, shape, size) if into_shape is not None else ()
-        coord = Coord(spec.name, size(spec.axis), tuple(order), tuple(size(a) for a in src_order))
-        track.fresh(ScatterAlong(reduction, out_axes.index(spec.axis), coord, shape, into), shape)
+        ishape = tuple(size(a) if a in spec.axes else 1 for a in src_order)
+        coord = Coord(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
+        src_shape = tuple(size(a) for a in src_order)
+        track.fresh(ScatterAlong(reduction, out_axes.index(spec.axis), coord, shape, src_shape, into), shape)
         return
     # Rows: the middle tensor as (index space, free) rows, combined into (lead, free) rows.
     track.permute(tuple(axes.index(a) for a in space + free))
@@ -603,12 +622,6 @@ def _plan_scatter(recipe, track, axes, out_axes, specs, size, into_shape) -> Non
     track.reshape(tuple(size(a) for a in lead + free))
     order = lead + free
     track.permute(tuple(order.index(a) for a in out_axes))
-
-
-def _scatter_along_ok(axes: list[str], out_axes: list[str], spec: IndexSpec) -> bool:
-    combined = [a for a in axes if a not in out_axes]
-    kept = [a for a in out_axes if a != spec.axis]
-    return len(combined) == 1 and sorted(spec.axes) == sorted(axes) and sorted(kept + combined) == sorted(axes)
 
 
 def _into_steps(

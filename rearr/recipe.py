@@ -343,6 +343,11 @@ def _one_side(text: str, names: list[str], cols: dict[str, int], side: str, op: 
         raise _err(text, "RA200", f"{what} appears only on the {side} side of {op}", cols.get(name), hint)
 
 
+def index_specs(pattern: ir.Pattern) -> tuple[IndexSpec, ...]:
+    """Every bracket of a pattern, both sides, as written."""
+    return tuple(s for op in pattern.inputs + (pattern.outputs or ()) for s in _index_specs(pattern.text, op))
+
+
 def _index_specs(text: str, operand: ir.Operand) -> tuple[IndexSpec, ...]:
     out = []
     for dim in operand.dims:

@@ -304,3 +304,53 @@ def test_gradients_through_scatter_to_src_and_into(reduction, pattern, idx):
     idx = torch.tensor(idx)
     assert torch.autograd.gradcheck(lambda s: rearr.scatter(s, pattern, reduction, idx=idx, n=N), (src,))
     assert torch.autograd.gradcheck(lambda s, t: rearr.scatter(s, pattern, reduction, idx=idx, into=t), (src, into))
+
+
+@pytest.fixture(params=["small", "rows"])
+def strategy(request, monkeypatch):
+    """Run a test with the default lowering for small tensors, and with the row lowering forced."""
+    from rearr import api, planner
+
+    if request.param == "rows":
+        monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
+    api._compiled.cache_clear()
+    api._indexed.cache_clear()
+    yield request.param
+    api._compiled.cache_clear()
+    api._indexed.cache_clear()
+
+
+@backends
+@pytest.mark.parametrize("pattern, shape, idx_spec, expected", GATHERS)
+def test_gather_under_both_lowerings(backend, strategy, pattern, shape, idx_spec, expected):
+    test_gather(backend, pattern, shape, idx_spec, expected)
+
+
+@backends
+@pytest.mark.parametrize("reduction", SCATTER_REDUCTIONS + ["set"])
+def test_scatter_under_both_lowerings(backend, strategy, reduction):
+    src = _x(B, K, C)
+    idx = np.array([[0, 1, 2, 3, 4], [5, 4, 3, 2, 1], [1, 2, 3, 4, 5]])
+    if reduction != "set":
+        idx[0, 1] = 0
+    for fill in (0, 2.5):
+        got = _run(rearr.scatter, backend, src, "b k c -> b n[idx: b k] c", reduction, idx=idx, n=N, fill=fill)
+        target = tuple(np.broadcast_to(t, src.shape) for t in
+                       (np.arange(B)[:, None, None], idx[:, :, None], np.arange(C)[None, None, :]))
+        np.testing.assert_allclose(got, _np_scatter(reduction, (B, N, C), target, src, fill))
+    into = _x(B, N, C)
+    got = _run(rearr.scatter, backend, src, "b k c -> b n[idx: b k] c", reduction, idx=idx, into=into)
+    target = tuple(np.broadcast_to(t, src.shape) for t in
+                   (np.arange(B)[:, None, None], idx[:, :, None], np.arange(C)[None, None, :]))
+    np.testing.assert_allclose(got, _np_scatter(reduction, (B, N, C), target, src, into=into))
+
+
+def test_lowering_is_chosen_by_size():
+    from rearr import planner, recipe
+
+    r = recipe.analyze("b n[idx: b k] c -> b k c", "rearrange", None, ("idx",))
+    small = planner.plan(r, (2, 8, 4), (), (("idx", (2, 3)),))
+    large = planner.plan(r, (64, 4096, 64), (), (("idx", (64, 1024)),))
+    assert any(isinstance(s, planner.GatherAlong) for s in small.steps)
+    assert any(isinstance(s, planner.TakeRows) for s in large.steps)
+    assert large.steps[0] == planner.Reshape((64 * 4096, 64), True)  # a view: rows move, x is not copied

@@ -89,6 +89,8 @@ def reduce(step: Reduce):
 
 
 def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> torch.Tensor:
+    if type(value) is torch.Tensor and value.dtype is torch.int64 and value.get_device() == like.get_device():
+        return value  # the common case, without a call
     t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
     if t.dtype not in _INT_DTYPES:
         raise _common.bad_index_dtype(name, t.dtype, text)
@@ -109,41 +111,61 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     return torch.where(t < 0, t + n, t) if lo < 0 else t
 
 
-def _coord(c: Coord, env: dict, device) -> torch.Tensor:
-    perm, shape = _common.coord_layout(c)
+def _coord(c: Coord):
+    """A function (env, x) -> this coordinate's tensor, with only the calls it needs."""
+    shape, stride = c.shape, c.stride
     if c.index is None:
-        t = torch.arange(c.length, device=device)
-    else:
-        t = env[c.index]
-        if perm is not None:
+        n = c.length
+        if stride != 1:
+            return lambda env, x: torch.arange(0, n * stride, stride, device=x.device).view(shape)
+        return lambda env, x: torch.arange(n, device=x.device).view(shape)
+    name, perm = c.index, c.perm
+    permute = not _common.identity_perm(perm)
+    view = c.permuted != shape
+    if not permute and not view and stride == 1:
+        return lambda env, x: env[name]
+
+    def coord(env, x):
+        t = env[name]
+        if permute:
             t = t.permute(perm)
-    if t.shape != shape:
-        t = t.reshape(shape)
-    return t * c.stride if c.stride != 1 else t
+        if view:
+            t = t.reshape(shape)
+        return t * stride if stride != 1 else t
+
+    return coord
 
 
-def _flat(coords: tuple[Coord, ...], space: tuple[int, ...], env: dict, device) -> torch.Tensor:
-    total = None
-    for c in coords:
-        t = _coord(c, env, device)
-        total = t if total is None else total + t
-    assert total is not None
-    return total.expand(space).reshape(-1)
+def _flat(coords: tuple[Coord, ...], space: tuple[int, ...]):
+    """A function (env, x) -> the flat row index sum(coord * stride), as a 1-d tensor."""
+    fns = [_coord(c) for c in coords]
+    full = tuple(max(c.shape[d] for c in coords) for d in range(len(space))) == space
+
+    def flat(env, x):
+        total = fns[0](env, x)
+        for f in fns[1:]:
+            total = total + f(env, x)
+        return total.reshape(-1) if full else total.expand(space).reshape(-1)
+
+    return flat
 
 
 def takerows(step: TakeRows):
-    coords, space = step.coords, step.space
-    return lambda x, env: x.index_select(0, _flat(coords, space, env, x.device))
+    flat = _flat(step.coords, step.space)
+    return lambda x, env: x.index_select(0, flat(env, x))
 
 
 def gatheralong(step: GatherAlong):
-    dim, coord, shape = step.dim, step.coord, step.shape
-    return lambda x, env: torch.gather(x, dim, _coord(coord, env, x.device).expand(shape))
+    dim, shape = step.dim, step.shape
+    coord = _coord(step.coord)
+    if step.coord.shape == shape:
+        return lambda x, env: torch.gather(x, dim, coord(env, x))
+    return lambda x, env: torch.gather(x, dim, coord(env, x).expand(shape))
 
 
 def advancedindex(step: AdvancedIndex):
-    coords = step.coords
-    return lambda x, env: x[tuple(_coord(c, env, x.device) for c in coords)]
+    coords = [_coord(c) for c in step.coords]
+    return lambda x, env: x[tuple(c(env, x) for c in coords)]
 
 
 def _base(env: dict, into_calls, shape, x: torch.Tensor) -> torch.Tensor | None:
@@ -164,56 +186,65 @@ def _check_unique(flat: torch.Tensor, name: str, text: str) -> None:
 
 
 def scatterrows(step: ScatterRows):
-    reduction, rows, coords, space = step.reduction, step.rows, step.coords, step.space
+    reduction, rows = step.reduction, step.rows
     into_calls = _compile(step.into, sys.modules[__name__])
     native = _common.SCATTER_NATIVE.get(reduction)
-    names = ",".join(c.index for c in coords if c.index)
+    names = ",".join(c.index for c in step.coords if c.index)
+    flat_fn = _flat(step.coords, step.space)
 
     def run(x, env):
         if reduction == "mean" and not is_float(x):
             raise _common.mean_of_integers(x.dtype)
-        flat = _flat(coords, space, env, x.device)
+        flat = flat_fn(env, x)
         base = _base(env, into_calls, (rows, x.shape[1]), x)
         fill = env.get("fill", 0)
+        width = x.shape[1]
         if reduction == "set":
             _check_unique(flat, names, env["text"])
-            if base is None:
-                base = torch.full((rows, x.shape[1]), fill, dtype=x.dtype, device=x.device)
+            if base is None:  # fresh tensors are written in place: no second copy
+                return x.new_full((rows, width), fill).index_copy_(0, flat, x)
             return base.index_copy(0, flat, x)
         if base is not None:
             if reduction == "sum":
                 return base.index_add(0, flat, x)
             return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=True)
         if reduction == "sum":
-            out = torch.zeros((rows, x.shape[1]), dtype=x.dtype, device=x.device).index_add(0, flat, x)
+            out = x.new_zeros((rows, width)).index_add_(0, flat, x)
             if fill != 0:
-                hit = torch.zeros(rows, dtype=torch.bool, device=x.device).index_fill(0, flat, True)
+                hit = torch.zeros(rows, dtype=torch.bool, device=x.device).index_fill_(0, flat, True)
                 out = torch.where(hit[:, None], out, fill)
             return out
-        # scatter_reduce (stable API) with the row index expanded, a view: index_reduce is still beta.
-        base = torch.full((rows, x.shape[1]), fill, dtype=x.dtype, device=x.device)
-        return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=False)
+        # scatter_reduce (a stable API) with the row index expanded, a view: index_reduce is still beta.
+        return x.new_full((rows, width), fill).scatter_reduce_(0, flat[:, None].expand(x.shape), x, native,
+                                                               include_self=False)
 
     return run
 
 
 def scatteralong(step: ScatterAlong):
-    reduction, dim, coord, shape = step.reduction, step.dim, step.coord, step.shape
+    reduction, dim, shape, src_shape = step.reduction, step.dim, step.shape, step.src_shape
     into_calls = _compile(step.into, sys.modules[__name__])
     native = _common.SCATTER_NATIVE.get(reduction)
+    coord, name = _coord(step.coord), step.coord.index or ""
+    expand = step.coord.shape != src_shape
 
     def run(x, env):
         if reduction == "mean" and not is_float(x):
             raise _common.mean_of_integers(x.dtype)
-        idx = _coord(coord, env, x.device)
+        idx = coord(env, x)
+        if expand:
+            idx = idx.expand(src_shape)
         base = _base(env, into_calls, shape, x)
-        include_self = base is not None
-        if base is None:
-            base = torch.full(shape, env.get("fill", 0), dtype=x.dtype, device=x.device)
         if reduction == "set":
-            _check_unique_along(idx, dim, coord.index or "", env["text"])
+            _check_unique_along(idx, dim, name, env["text"])
+            if base is None:
+                return x.new_full(shape, env["fill"]).scatter_(dim, idx, x)
             return base.scatter(dim, idx, x)
-        return base.scatter_reduce(dim, idx, x, native, include_self=include_self)
+        if base is not None:
+            return base.scatter_reduce(dim, idx, x, native, include_self=True)
+        if reduction == "sum" and env["fill"] == 0:  # the hand-written scatter_add_, on a fresh tensor
+            return x.new_zeros(shape).scatter_add_(dim, idx, x)
+        return x.new_full(shape, env["fill"]).scatter_reduce_(dim, idx, x, native, include_self=False)
 
     return run
 
