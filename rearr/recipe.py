@@ -303,15 +303,18 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
                        s.col - 1, f"the written axis is new on the output side: rename it, e.g. '{s.axis}2[{s.name}]'")
     for g in gathers:
         if g.axis in out_axes:
-            raise _err(text, "RA204", f"axis {g.axis!r} is read through index {g.name!r} and must not also be an output axis",
+            raise _err(text, "RA204",
+                       f"axis {g.axis!r} is read through index {g.name!r} and must not also be an output axis",
                        cols.get(g.axis), f"drop {g.axis!r} from the output side; the index's axes take its place")
     # Which side each axis may be on, per operation.
     only_in = [a for a in middle if a not in out_axes]
     only_out = [a for a in out_axes if a not in middle]
     scattered_axes = {a for s in scatters for a in s.axes}
     if op == "rearrange":
-        _one_side(text, only_in, cols, "input", "rearrange", "use rearr.reduce to aggregate it, or add it to the output")
-        _one_side(text, only_out, cols, "output", "rearrange", "use rearr.repeat to add a new axis, or add it to the input")
+        _one_side(text, only_in, cols, "input", "rearrange",
+                  "use rearr.reduce to aggregate it, or add it to the output")
+        _one_side(text, only_out, cols, "output", "rearrange",
+                  "use rearr.repeat to add a new axis, or add it to the input")
     elif op == "reduce":
         _one_side(text, only_out, cols, "output", "reduce", "an output axis must come from the input")
     elif op == "repeat":
@@ -405,9 +408,10 @@ def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe
     cols: dict[str, int] = {}
     (right,) = pattern.outputs or (None,)  # type: ignore[misc]
     if right is None or len(pattern.outputs or ()) != 1:
-        raise _err(text, "RA206", "einsum has exactly one output operand", pattern.arrow, "write one operand after '->'")
+        raise _err(text, "RA206", "einsum has exactly one output operand", pattern.arrow,
+                   "write one operand after '->'")
     sides = []
-    for k, operand in enumerate(pattern.inputs + (right,)):
+    for operand in pattern.inputs + (right,):
         dims = []
         ellipses = 0
         for dim in operand.dims:
