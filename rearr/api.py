@@ -67,6 +67,10 @@ def _run(
         if backend is None:
             tensor, backend = _tensor_and_backend(tensor)
         if pattern.__class__ is str and "[" not in pattern:
+            for value in kwargs.values():
+                if value.__class__ is not int:  # 2.0 == 2 in a cache key: validate before the look-up
+                    kwargs = {n: _length(op, pattern, reduction, kwargs, n, v) for n, v in kwargs.items()}
+                    break
             try:
                 calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
             except TypeError:  # an unhashable length value: let the uncached path name it
@@ -78,6 +82,12 @@ def _run(
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
+
+
+def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
+    """A length keyword that is not a plain int: an int it stands for, or the RearrError."""
+    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
+    return value if name in r.index_names else recipe.check_length_value(r, name, value)
 
 
 def _uncached(op, pattern, reduction, backend, shape, kwargs):
@@ -96,12 +106,18 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
             value = env[name] = backend.convert_index(value, x, name, pattern)
             keywords.append((name, value.shape))
         else:
+            if value.__class__ is not int:
+                value = _length(op, pattern, reduction, kwargs, name, value)
             keywords.append((name, value))
     into_shape = None
     if into is not None:
         if backend_for(into) is not backend:
             raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
                              hint="convert one of them")
+        if into.dtype != x.dtype or getattr(into, "device", None) != getattr(x, "device", None):
+            raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
+                             f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
+                             hint="convert one of them, so that the result's dtype is not a guess")
         env["into"] = into
         into_shape = tuple(into.shape)
     try:

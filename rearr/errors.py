@@ -80,7 +80,7 @@ class RearrError(ValueError):
         )
 
     def _render(self) -> str:
-        lines = [self.message]
+        lines = [f"{self.code}: {self.message}"]
         if self.pattern is not None:
             where = f"{self.op}: " if self.op else ""
             lines.append(f"  {where}{self.pattern!r}" if "\n" in self.pattern else f"  {where}{self.pattern}")

@@ -7,7 +7,6 @@ every node so that any later stage can point at the fault.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ class Skip:
     col: int
 
 
-Item = Union[Axis, Anon, Ellipsis]
+Item = Axis | Anon | Ellipsis
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ class Group:
     col: int
 
 
-Dim = Union[Axis, Anon, Ellipsis, Group, Star, Skip]
+Dim = Axis | Anon | Ellipsis | Group | Star | Skip
 
 
 @dataclass(frozen=True)

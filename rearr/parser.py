@@ -115,9 +115,23 @@ def _syntax_error(text: str, e: UnexpectedInput) -> RearrError:
     if isinstance(e, UnexpectedCharacters):
         return _bad_character(text, e.pos_in_stream)
     assert isinstance(e, UnexpectedToken)
-    tok, expected = e.token, set(e.expected)
+    tok = e.token
     col = len(text) if tok.type == "$END" else tok.start_pos
     open_paren = _unclosed_paren(text, col)
+    in_bracket = text.rfind("[", 0, col) > text.rfind("]", 0, col)
+    if tok.type == "RSQB" and not in_bracket:
+        return RearrError("']' without a matching '['", code="RA204", pattern=text, col=col,
+                          hint="an index bracket opens right after an axis name, as in 'n[idx]'")
+    if tok.type == "COLON" and not in_bracket:
+        return RearrError("':' is only used inside an index bracket", code="RA204", pattern=text, col=col,
+                          hint="declare an index's axes as in 'n[idx: b k]'")
+    if in_bracket and tok.type in ("ARROW", "COMMA", "$END"):
+        return RearrError("'[' is never closed", code="RA204", pattern=text, col=text.rfind("[", 0, col),
+                          hint="close the index bracket with ']', as in 'n[idx]'")
+    if in_bracket and tok.type in ("INT", "ELLIPSIS", "LPAR", "RPAR", "STAR", "LSQB"):
+        return RearrError(f"{_describe(tok)} cannot appear in an index bracket", code="RA204", pattern=text,
+                          col=col, hint="a bracket holds the index's keyword name and, after ':', axis names: "
+                          "'n[idx]' or 'n[idx: b k]', closed by ']'")
     if tok.type == "LPAR" and open_paren is not None:
         return RearrError(
             "nested parentheses are not allowed",
@@ -145,12 +159,21 @@ def _syntax_error(text: str, e: UnexpectedInput) -> RearrError:
             code="RA204", pattern=text, col=col,
             hint="write it right after the axis it indexes, as in 'b n[idx] -> b'",
         )
-    want = " or ".join(sorted(_TOKEN_WORDS.get(t, t) for t in expected))
+    if tok.type == "$END":
+        return RearrError("the pattern ends too early", code="RA100", pattern=text, col=col,
+                          hint="complete it; see docs/language.md for the syntax")
     return RearrError(
-        f"unexpected {_TOKEN_WORDS.get(tok.type, repr(str(tok)))} here; expected {want}",
-        code="RA100", pattern=text, col=col,
+        f"unexpected {_describe(tok)}", code="RA100", pattern=text, col=col,
         hint="see docs/language.md for the pattern syntax",
     )
+
+
+def _describe(tok: Token) -> str:
+    if tok.type == "INT":
+        return f"integer {str(tok)!r}"
+    if tok.type == "NAME":
+        return f"axis name {str(tok)!r}"
+    return _TOKEN_WORDS.get(tok.type, repr(str(tok)))
 
 
 def _bad_character(text: str, pos: int) -> RearrError:

@@ -387,12 +387,23 @@ def plan(
         _plan_transform(recipe, track, in_axes, out_axes, size)
     out_shape = tuple(math.prod(size(n) for n in d.names) for d in outs)
     track.reshape(out_shape)
+    _check_ndim(recipe, track.steps, out_shape)
     return Plan(
         recipe.op, recipe.text, shape, out_shape, tuple(track.steps),
         tuple(d.names for d in ins), tuple(d.names for d in outs),
         tuple((n, lens.value[n], lens.source[n]) for n in lens.value),
         indices, gathers, scatters, recipe.reduction, into_shape,
     )
+
+
+MAX_DIMS = 64  # numpy's limit (NPY_MAXDIMS), and torch's for most kernels
+
+
+def _check_ndim(recipe: Recipe, steps: list[Step], out_shape: tuple[int, ...]) -> None:
+    most = max([len(out_shape)] + [len(getattr(s, "shape", getattr(s, "perm", ()))) for s in steps])
+    if most > MAX_DIMS:
+        raise _err(recipe, "RA304", f"the plan needs a tensor of {most} dimensions; numpy and torch stop at "
+                   f"{MAX_DIMS}", None, "group axes with parentheses so fewer dimensions are needed")
 
 
 def _plan_transform(recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size) -> None:
@@ -413,6 +424,8 @@ def _plan_transform(recipe: Recipe, track: _Tracker, in_axes: list[str], out_axe
     order = sorted(range(len(kept)), key=lambda i: out_pos[kept[i][0]])
     in_set = set(in_axes)
     new = [n for n in out_axes if n not in in_set]
+    if recipe.reduction == "mean" and not reduced:  # a no-op that still refuses integers, as every 'mean' does
+        track.steps.append(Reduce("mean", (), view=True))
     if not reduced and not new and order == sorted(order):
         return  # the axes keep their order: the caller's one reshape does it all
     track.reshape(tuple(math.prod(size(n) for n in b) for b in blocks))
@@ -450,7 +463,7 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
                 raise _err(recipe, "RA303",
                            f"index {spec.name!r} has length {n} on axis {_show(axis)}, "
                            f"the tensor has {lens.value[axis]} ({lens.source[axis]})",
-                           spec.col, _index_hint(recipe, spec, shape, axis, n))
+                           spec.col, _index_hint(recipe, spec, shape, axis, n, known=lens.value))
             lens.set(axis, n, f"index {spec.name}", spec.col)
     for spec in specs:
         if spec.axis not in lens.value:
@@ -475,18 +488,28 @@ def _guess_axes(axes: tuple[str, ...], shape: tuple[int, ...], known: dict[str, 
 
 def _index_hint(
     recipe: Recipe, spec: IndexSpec, shape, axis: str | None = None, n: int | None = None,
-    guess: list[str] | None = None,
+    guess: list[str] | None = None, known: dict[str, int] | None = None,
 ) -> str:
     if n is not None and n == 1:  # np.take_along_axis would broadcast this silently
-        keep = [a for a in spec.axes if a != axis]
+        known = known or {}
+        keep = [a for a, m in zip(spec.axes, shape) if not (m == 1 and known.get(a, 1) != 1)]
         return (f"an index is never broadcast silently; to share one index across {_show(axis or '')}, "
-                f"declare the axes it has: {_with_axes(recipe, spec, keep)!r}, and drop its length-1 axis")
+                f"declare the axes it has, {_with_axes(recipe, spec, keep)!r}, and drop its length-1 axes")
     if n is not None:  # torch.gather would silently use the first rows only
-        return (f"an index is never truncated silently: give {spec.name!r} the tensor's length on "
-                f"{_show(axis or '')}, or slice the tensor to the rows you mean before indexing")
+        return (f"an index is never truncated silently; to index only the first {n} along {_show(axis or '')}, "
+                f"as torch.gather would, slice the tensor first, e.g. x{_slice(recipe, axis or '', n)}")
     if guess:
         return f"declare the axes the index has, after ':': {_with_axes(recipe, spec, guess)!r}"
     return f"declare the axes the index has after ':', e.g. '[{spec.name}: b k]', to match its shape {tuple(shape)}"
+
+
+def _slice(recipe: Recipe, axis: str, n: int) -> str:
+    """``[:, :n]`` that cuts the input dimension holding ``axis`` (a whole dimension) to n."""
+    (ins,) = recipe.inputs
+    for k, dim in enumerate(ins):
+        if dim.names == (axis,) and ELLIPSIS not in [d.names[0] for d in ins[:k] if d.names]:
+            return "[" + ", ".join([":"] * k + [f":{n}"]) + "]"
+    return f"[...] (axis {_show(axis)} cut to {n})"
 
 
 def _with_axes(recipe: Recipe, spec: IndexSpec, axes: list[str]) -> str:

@@ -291,7 +291,8 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
                 raise _err(text, "RA204", f"index {spec.name!r} needs its axes written out when both sides are indexed",
                            spec.col, f"write them after ':', e.g. '[{spec.name}: e]'")
     # Gathers: an index's default axes are the output's; declared ones must be output axes.
-    gathers = tuple(_resolve_index(text, g, out_axes, "output", cols) for g in gathers)
+    # (With brackets on both sides, a gather's axes are the middle tensor's, checked as the scatter's source.)
+    gathers = tuple(_resolve_index(text, g, out_axes, "both" if scatters else "output", cols) for g in gathers)
     introduced = [a for g in gathers for a in g.axes if a not in in_axes]
     middle = in_axes + [a for a in dict.fromkeys(introduced)]  # the gathered tensor's axes
     scatters = tuple(_resolve_index(text, s, middle, "input", cols) for s in scatters)
@@ -372,6 +373,9 @@ def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols
         if side == "input" and name not in other:
             raise _err(text, "RA204", f"index {spec.name!r} has axis {name!r}, which the source does not have",
                        spec.col, f"the axes of a scatter index are the input's: {' '.join(other)}")
+        if side == "output" and name not in other:
+            raise _err(text, "RA204", f"index {spec.name!r} has axis {name!r}, which the output does not have",
+                       spec.col, f"the axes of a gather index are output axes: {' '.join(other)}")
         cols.setdefault(name, spec.col)
     return spec
 
@@ -406,10 +410,10 @@ def _check_reduction(text: str, op: str, reduction: Reduction) -> None:
 def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
     text = pattern.text
     cols: dict[str, int] = {}
-    (right,) = pattern.outputs or (None,)  # type: ignore[misc]
-    if right is None or len(pattern.outputs or ()) != 1:
+    if len(pattern.outputs or ()) != 1:  # checked before unpacking: 'i j -> i, j' is a RearrError too
         raise _err(text, "RA206", "einsum has exactly one output operand", pattern.arrow,
                    "write one operand after '->'")
+    (right,) = pattern.outputs  # type: ignore[misc]
     sides = []
     for operand in pattern.inputs + (right,):
         dims = []

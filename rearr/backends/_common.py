@@ -36,10 +36,9 @@ def out_of_range(use: IndexUse, text: str, value: int, position: tuple[int, ...]
     )
 
 
-def duplicate_under_set(name: str, text: str, row: int | None) -> RearrError:
-    where = f" (flat row {row})" if row is not None else ""
+def duplicate_under_set(name: str, text: str) -> RearrError:
     return RearrError(
-        f"index {name!r} writes the same position{where} more than once under 'set'",
+        f"index {name!r} writes the same position more than once under 'set'",
         code="RA501",
         pattern=text,
         hint="use a reduction that combines duplicates ('sum', 'mean', 'max', 'min', 'prod'), "

@@ -71,7 +71,7 @@ def reduce(step: Reduce):
         def mean(x, env):
             if not is_float(x):
                 raise _common.mean_of_integers(x.dtype)
-            return np.mean(x, axis=axes)
+            return np.mean(x, axis=axes) if axes else x
         return mean
     fn = {"sum": np.sum, "max": np.amax, "min": np.amin, "prod": np.prod, "any": np.any, "all": np.all}[r]
     return lambda x, env: fn(x, axis=axes)
@@ -163,7 +163,7 @@ def _scatter_flat(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
             s = np.sort(flat)
             dup = np.flatnonzero(s[1:] == s[:-1])
             if dup.size:
-                raise _common.duplicate_under_set(names, env["text"], int(s[dup[0]]))
+                raise _common.duplicate_under_set(names, env["text"])
         out = np.full((rows, x.shape[1]), fill, dtype=x.dtype) if base is None else np.array(base)
         out[flat] = x
         return out

@@ -73,7 +73,7 @@ def reduce(step: Reduce):
         def mean(x, env):
             if not is_float(x):
                 raise _common.mean_of_integers(x.dtype)
-            return x.mean(axes)
+            return x.mean(axes) if axes else x  # torch reads dim=() as every dim
         return mean
     if r == "prod":  # torch.prod takes one dim at a time
         def prod(x, env):
@@ -182,7 +182,7 @@ def _check_unique(flat: torch.Tensor, name: str, text: str) -> None:
         s = flat.sort().values
         dup = (s[1:] == s[:-1]).nonzero()
         if dup.numel():
-            raise _common.duplicate_under_set(name, text, int(s[dup[0, 0]]))
+            raise _common.duplicate_under_set(name, text)
 
 
 def scatterrows(step: ScatterRows):
@@ -253,7 +253,7 @@ def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> No
     if idx.shape[dim] > 1 and idx.device.type != "meta":
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
-            raise _common.duplicate_under_set(name, text, None)
+            raise _common.duplicate_under_set(name, text)
 
 
 def raise_runtime(e: Exception, text: str) -> RearrError:
