@@ -1,0 +1,177 @@
+"""The examples, the README's quick start and docs/language.md, run as a user would.
+
+- every examples/*.py runs as a subprocess and exits 0 (each asserts its own results);
+- the README's "Quick start" has exactly two commands, in the agreed form, and the example the first
+  one runs works; with REARR_SLOW_TESTS=1 (set by .ci/run) the first command itself runs in a fresh
+  virtual environment on a copy of the repository;
+- every `>>>` example in docs/language.md holds (doctest), so the reference cannot drift.
+"""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+README = ROOT / "README.md"
+LANGUAGE = ROOT / "docs" / "language.md"
+
+RUN_COMMAND = re.compile(
+    r"^python3 -m venv \.venv && \.venv/bin/pip install -e \. && \.venv/bin/python (?P<script>examples/\w+\.py)$"
+)
+TEST_COMMAND = (
+    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && "
+    ".venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"
+)
+
+
+def _env() -> dict[str, str]:
+    """The current environment, with this checkout first on the path (whether or not rearr is installed)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _run_script(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(path)], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_examples_are_there():
+    names = {p.name for p in EXAMPLES}
+    assert {"flatten_order.py", "channels_to_batch.py", "numpy_transpose_flatten.py", "gather_scatter.py",
+            "quickstart.py"} <= names
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs(path: Path):
+    done = _run_script(path)
+    assert done.returncode == 0, f"{path.name} failed:\n{done.stdout}\n{done.stderr}"
+    assert done.stdout.rstrip().endswith(("ok", f"ok (rearr {_version()})")), done.stdout[-500:]
+
+
+def _version() -> str:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    return re.search(r'^version = "([^"]+)"', text, re.M).group(1)
+
+
+# --- README ----------------------------------------------------------------------
+
+
+def quick_start_commands() -> list[str]:
+    """The commands in the README's "Quick start" section: one a fenced block line."""
+    text = README.read_text(encoding="utf-8")
+    section = re.search(r"^## Quick start\n(.*?)(?=^## )", text, re.S | re.M)
+    assert section, "README.md has no '## Quick start' section"
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", section.group(1), re.S | re.M)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_readme_quick_start_has_exactly_two_commands():
+    commands = quick_start_commands()
+    assert len(commands) == 2, commands
+    run, test = commands
+    assert RUN_COMMAND.match(run), run
+    assert test == TEST_COMMAND
+    # torch is always pinned, never a bare `pip install torch` (that could pull a CUDA build).
+    for command in commands:
+        assert "install torch " not in command + " " and "install torch\n" not in command
+
+
+def test_readme_quick_start_example_runs():
+    script = RUN_COMMAND.match(quick_start_commands()[0]).group("script")
+    done = _run_script(ROOT / script)
+    assert done.returncode == 0, f"{script} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert ci.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in ci
+    assert os.access(ROOT / ".ci" / "run", os.X_OK), ".ci/run is not executable"
+    torch_at = ci.index("install torch==2.13.0")
+    extra_at = ci.index("install -e '.[test]'")
+    assert torch_at < extra_at, "torch==2.13.0 is installed before the test extra"
+    assert "python\" -m pytest" in ci or "python -m pytest" in ci
+
+
+def test_test_extra_pins_torch():
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    test_extra = re.search(r"^test = \[(.*?)\]", text, re.M).group(1)
+    for dependency in ("pytest", "hypothesis", "einops==0.8.*", "torch==2.13.0", "ruff"):
+        assert f'"{dependency}' in test_extra, dependency
+
+
+@pytest.mark.skipif(os.environ.get("REARR_SLOW_TESTS") != "1",
+                    reason="creates a virtual environment and installs rearr; set REARR_SLOW_TESTS=1 (.ci/run does)")
+def test_readme_run_command_in_a_fresh_venv(tmp_path: Path):
+    """The README's first command, literally, on a copy of the repository without any venv."""
+    copy = tmp_path / "rearr"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".venv-ci", "venv", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
+        ".hypothesis", "build", "dist"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    done = subprocess.run(["bash", "-c", quick_start_commands()[0]], cwd=copy, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.stdout.rstrip().endswith("ok"), done.stdout[-1000:]
+
+
+README_TOUR_SETUP = """
+import numpy as np
+emb, tokens = np.random.randn(10, 4), np.array([[1, 2], [3, 9]])
+img, ys, xs = np.random.randn(2, 5, 6, 3), np.array([[0, 4], [1, 2]]), np.array([[5, 0], [3, 3]])
+feat, s, d = np.random.randn(4, 2), np.array([0, 1, 2, 3, 0]), np.array([1, 1, 2, 0, 3])
+a, b = np.ones((2, 3)), np.ones((3, 4))
+"""
+
+
+def test_readme_tour_runs():
+    """Every ```python block of the README runs (in order, one namespace; the tour's placeholders
+    such as `emb` and `img` get small arrays)."""
+    blocks = re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M)
+    assert len(blocks) >= 4
+    sys.path.insert(0, str(ROOT))
+    try:
+        namespace: dict = {}
+        exec(README_TOUR_SETUP, namespace)
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), namespace)
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+# --- docs/language.md --------------------------------------------------------------
+
+
+def _python_blocks(text: str) -> str:
+    """Only the ```python blocks of a Markdown file, other lines blanked (so line numbers stay right)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            inside = line.strip() == "```python"
+            out.append("")
+        else:
+            out.append(line if inside else "")
+    return "\n".join(out) + "\n"
+
+
+def test_language_reference_examples():
+    text = _python_blocks(LANGUAGE.read_text(encoding="utf-8"))
+    sys.path.insert(0, str(ROOT))
+    try:
+        test = doctest.DocTestParser().get_doctest(text, {}, "docs/language.md", str(LANGUAGE), 0)
+        assert len(test.examples) > 100, "the reference's examples were not found"
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        failures = []
+        runner.run(test, out=failures.append)
+        assert runner.failures == 0, "".join(failures)
+    finally:
+        sys.path.remove(str(ROOT))
