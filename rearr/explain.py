@@ -1,7 +1,675 @@
-"""explain(pattern, shape): the plan as the code one would write by hand."""
+"""explain(pattern, shape): the plan as the code one would write by hand.
+
+The report is built from the planner's Plan and nothing else: the code lines
+print, call for call, what rearr/backends/torch.py or numpy.py run for each
+step, so that pasting them gives rearr's result (tests/test_explain.py runs
+them). Importing this module imports neither torch nor numpy; numpy is loaded
+only for ``show=True``, which runs the real rearr on an example.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-def explain(pattern: str, *shapes, **kwargs):  # placeholder until the explain module lands
-    raise NotImplementedError
+from . import planner, recipe
+from .backends._common import SCATTER_NATIVE
+from .errors import RearrError
+from .planner import (
+    AdvancedIndex,
+    Coord,
+    Expand,
+    GatherAlong,
+    Permute,
+    Plan,
+    Reduce,
+    Reshape,
+    ScatterAlong,
+    ScatterRows,
+    Step,
+    TakeRows,
+)
+
+OPS = ("rearrange", "reduce", "repeat", "scatter")
+BACKENDS = ("torch", "numpy")
+SHOW_LIMIT = 64  # --show prints arrays of at most this many elements
+
+Names = tuple[tuple[str, ...], ...]  # the elementary axes of each dimension
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a pattern lowers to for one shape; ``str()`` is the report.
+
+    ``code`` holds the backend lines: run them with ``input_name`` bound to the
+    input (and each index bound to its tensor) and ``input_name`` holds the result.
+    """
+
+    pattern: str
+    op: str
+    reduction: object
+    backend: str
+    shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    axes: tuple[tuple[str, int, str], ...]  # (shown name, length, where the length came from)
+    indices: tuple[str, ...]  # one line per index tensor
+    input_name: str
+    code: tuple[str, ...]
+    is_view: bool
+    copies: int
+    formula: str
+    notes: tuple[str, ...] = ()
+    layout: Any = field(default=None, compare=False)  # show=True: the numpy result on arange input
+    show_note: str | None = None
+    plan: Plan | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        what = f"{self.op} {self.pattern!r}" + (f", {_reduction_name(self.reduction)}" if self.reduction else "")
+        lines = [f"{what}: {self.input_name} {self.shape} -> {self.out_shape}", "", "axes:"]
+        width = max((len(name) for name, _, _ in self.axes), default=0)
+        lines += [f"  {name:<{width}}  {length:>4}  {source}" for name, length, source in self.axes]
+        if self.indices:
+            lines += ["", "indices:"] + [f"  {line}" for line in self.indices]
+        lines += ["", f"{self.backend} code ({self.input_name} is the input, then the result):"]
+        lines += [f"  {line}" for line in self.code]
+        if self.is_view:
+            lines += ["", f"result: a view of {self.input_name} (no copy)"]
+        else:
+            lines += ["", f"result: a new tensor ({self.copies} cop{'y' if self.copies == 1 else 'ies'})"]
+        lines.append(f"formula: {self.formula}")
+        lines += [f"note: {note}" for note in self.notes]
+        if self.show_note:
+            lines += ["", self.show_note]
+        if self.layout is not None:
+            lines += [f"  {row}".rstrip() for row in str(self.layout).splitlines()]
+        return "\n".join(lines)
+
+
+def explain(
+    pattern: str,
+    *shapes: Sequence[int],
+    op: str = "rearrange",
+    reduction: object = None,
+    backend: str = "torch",
+    show: bool = False,
+    **lengths: Any,
+) -> Explanation:
+    """Explain ``op(x, pattern, ...)`` for an input of the given shape.
+
+    Keywords are axis lengths (``h=4``), or, for a name that is an index of the
+    pattern, that index's shape (``idx=(2, 4)``; an int n means ``(n,)``). An
+    index whose shape is not given gets the shape of its axes when their
+    lengths are known.
+    """
+    try:
+        return _explain(pattern, shapes, op, reduction, backend, show, lengths)
+    except RearrError as e:
+        shape = tuple(shapes[0]) if len(shapes) == 1 and isinstance(shapes[0], Sequence) else None
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=shape, op=op) from None
+
+
+def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanation:
+    if op not in OPS:
+        raise RearrError(f"explain covers {', '.join(OPS)}, not {op!r}", code="RA100",
+                         hint="explain one of those operations")
+    if backend not in BACKENDS:
+        raise RearrError(f"unknown backend {backend!r}", code="RA500", hint=f"one of {', '.join(BACKENDS)}")
+    if len(shapes) != 1:
+        raise RearrError(f"explain takes one input shape, {len(shapes)} given", code="RA304",
+                         hint="pass the input's shape once, e.g. explain('c b h -> b (c h)', (2, 5, 32))")
+    shape = _as_shape(shapes[0], "the input shape")
+    if not isinstance(pattern, str):
+        recipe.parse(pattern)  # raises the library's own error for a pattern that is not a string
+    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
+    lengths = tuple((n, v) for n, v in kwargs.items() if n not in r.index_names)
+    given = {n: _as_shape(v, f"the shape of index {n!r}") for n, v in kwargs.items() if n in r.index_names}
+    index_shapes = _index_shapes(r, shape, lengths, given)
+    plan = planner.plan(r, shape, lengths, tuple(sorted(index_shapes.items())))
+
+    used = {n for n, _, _ in plan.lengths} | set(r.index_names) | {_show_axis(n) for n, _, _ in plan.lengths}
+    x, out = _fresh("x", used), _fresh("out", used)
+    coder = _Code(plan, backend, x, used | {x})
+    notes = []
+    if plan.indices:
+        notes.append("rearr first converts each index to int64, checks -n <= i < n and counts negative "
+                     "values from the end (check_bounds=False skips this)")
+    if callable(reduction):
+        notes.append(f"{coder.reduction}(x, axes) in the code is the callable you passed as reduction")
+    if op == "scatter":
+        notes.append("positions that no index writes hold fill (0 here; scatter's fill= changes it)")
+    layout, show_note = _show(plan, r, lengths, reduction) if show else (None, None)
+    return Explanation(
+        pattern, op, reduction, backend, shape, plan.out_shape, _axes(plan), _index_lines(plan), x, coder.lines(),
+        plan.is_view, sum(not s.view for s in plan.steps), _formula(plan, x, out, set(used)), tuple(notes),
+        layout, show_note, plan,
+    )
+
+
+def _as_shape(value: object, what: str) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value,)
+    if not isinstance(value, Sequence) or isinstance(value, str) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value
+    ):
+        raise RearrError(f"{what} must be a tuple of non-negative ints, not {value!r}", code="RA304",
+                         hint="e.g. (2, 5, 32)")
+    return tuple(value)
+
+
+def _index_shapes(r: recipe.Recipe, shape, lengths, given: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """Each index's shape: as given, or from the lengths of its axes."""
+    missing = [s for s in r.gathers + r.scatters if s.name not in given]
+    if not missing:
+        return given
+    # The planner infers the lengths (and raises its own errors) on the input side alone.
+    (ins,) = r.inputs
+    identity = recipe.Recipe(op="rearrange", text=r.text, reduction=None, inputs=(ins,), outputs=(ins,), anon=r.anon)
+    known_plan = planner.plan(identity, shape, lengths)
+    known = {n: v for n, v, _ in known_plan.lengths}
+    ellipsis = tuple(n for d in known_plan.in_dims for n in d if n.startswith(recipe.ELLIPSIS))
+    out = dict(given)
+    for spec in missing:
+        axes = [a for n in spec.axes for a in (ellipsis if n == recipe.ELLIPSIS else (n,))]
+        unknown = [a for a in axes if a not in known]
+        if unknown:
+            raise RearrError(f"the shape of index {spec.name!r} is unknown: the length of {_show_axis(unknown[0])} "
+                             f"is not known", code="RA301", pattern=r.text, col=spec.col,
+                             hint=f"pass its shape, e.g. {spec.name}=(...) with one length per axis "
+                             f"({' '.join(_show_axis(a) for a in axes)}), or the length, e.g. {unknown[0]}=4")
+        out[spec.name] = tuple(known[a] for a in axes)
+    return out
+
+
+def _fresh(base: str, used: set[str], sep: str = "") -> str:
+    """base, or base1, base2 ... (with sep between) when that name is taken."""
+    name, k = base, 0
+    while name in used:
+        k += 1
+        name = f"{base}{sep}{k}"
+    return name
+
+
+def _show_axis(name: str) -> str:
+    """How an elementary axis is written for people: ...[0] for the ellipsis, 3 for an anonymous axis."""
+    if name.startswith(recipe.ELLIPSIS):
+        return f"...[{name[len(recipe.ELLIPSIS):]}]"
+    return name.split("@")[0]
+
+
+def _reduction_name(reduction: object) -> str:
+    name = reduction if isinstance(reduction, str) else getattr(reduction, "__name__", "reduction")
+    return name if name.isidentifier() else "reduction"
+
+
+def _tup(values: Sequence[int]) -> str:
+    return f"({values[0]},)" if len(values) == 1 else f"({', '.join(map(str, values))})"
+
+
+def _axes(plan: Plan) -> tuple[tuple[str, int, str], ...]:
+    """Plan.lengths, input axes first in input order."""
+    order = {n: i for i, n in enumerate(n for d in plan.in_dims for n in d)}
+    rows = sorted(plan.lengths, key=lambda row: order.get(row[0], len(order)))
+    return tuple((_show_axis(n), v, src) for n, v, src in rows)
+
+
+def _index_lines(plan: Plan) -> tuple[str, ...]:
+    return tuple(
+        f"{u.name}: shape {u.shape}, axes ({' '.join(_show_axis(a) for a in u.axes)}), "
+        f"positions along {_show_axis(u.axis)} (length {u.length})"
+        for u in plan.indices
+    )
+
+
+# --- shapes, strides and axis names between the steps ----------------------------
+
+
+@dataclass(frozen=True)
+class _State:
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    names: Names | None  # None where the plan does not say (between gather and scatter)
+
+
+def _shape_after(step: Step, shape: tuple[int, ...]) -> tuple[int, ...]:
+    if isinstance(step, Reshape | Expand | GatherAlong | ScatterAlong):
+        return step.shape
+    if isinstance(step, Permute):
+        return tuple(shape[p] for p in step.perm)
+    if isinstance(step, Reduce):
+        return tuple(n for i, n in enumerate(shape) if i not in step.axes)
+    if isinstance(step, TakeRows):
+        return (math.prod(step.space), shape[1])
+    if isinstance(step, ScatterRows):
+        return (step.rows, shape[1])
+    assert isinstance(step, AdvancedIndex)
+    return _broadcast([c.shape for c in step.coords]) + shape[len(step.coords):]
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    return tuple(max(col) if min(col) != 0 else 0 for col in zip(*padded))
+
+
+def _regroup(names: list[str], length: dict[str, int], shape: tuple[int, ...]) -> Names | None:
+    """Row-major axes cut into dims of the given sizes (unit axes join the next dim); None if they do not fit."""
+    out, i = [], 0
+    for k, size in enumerate(shape):
+        group, prod = [], 1
+        while i < len(names) and (prod < size or k == len(shape) - 1):
+            group.append(names[i])
+            prod *= length[names[i]]
+            i += 1
+        if prod != size:
+            return None
+        out.append(tuple(group))
+    return tuple(out) if i == len(names) else None
+
+
+def _states(plan: Plan) -> list[_State]:
+    """The tensor before each step and after the last, as the planner's _Tracker sees it."""
+    length = {n: v for n, v, _ in plan.lengths}
+    shapes, strides = [plan.in_shape], [planner.contiguous_strides(plan.in_shape)]
+    for step in plan.steps:
+        shape = _shape_after(step, shapes[-1])
+        if isinstance(step, Reshape):
+            s = planner.view_strides(shapes[-1], strides[-1], shape) or planner.contiguous_strides(shape)
+        elif isinstance(step, Permute):
+            s = tuple(strides[-1][p] for p in step.perm)
+        elif isinstance(step, Expand):
+            s = tuple(st if n == m else 0 for n, m, st in zip(shapes[-1], shape, strides[-1]))
+        else:
+            s = planner.contiguous_strides(shape)
+        shapes.append(shape)
+        strides.append(s)
+    # Names forward from the input until a step that makes new axes, and backward from the output.
+    names: list[Names | None] = [None] * len(shapes)
+    cur: Names | None = plan.in_dims
+    for i, step in enumerate((None,) + plan.steps):
+        if i and cur is not None:
+            cur = _move(cur, step, length, shapes[i], forward=True)
+        if cur is None:
+            break
+        names[i] = cur
+    cur, eff = plan.out_dims, dict(length)
+    for i in range(len(plan.steps), -1, -1):
+        if names[i] is None:
+            names[i] = cur
+        if i == 0:
+            break
+        step = plan.steps[i - 1]
+        if isinstance(step, Expand):  # before it, the repeated axes have length 1
+            eff.update({a: 1 for d, n in enumerate(shapes[i - 1]) if n != step.shape[d] for a in cur[d]})
+        cur = _move(cur, step, eff, shapes[i - 1], forward=False)
+        if cur is None:
+            break
+    return [_State(sh, st, nm) for sh, st, nm in zip(shapes, strides, names)]
+
+
+def _move(names: Names, step: Step, length: dict[str, int], shape, forward: bool) -> Names | None:
+    """Axis names after (forward) or before (backward) a step that only moves axes; else None."""
+    if isinstance(step, Permute):
+        if forward:
+            return tuple(names[p] for p in step.perm)
+        inverse = sorted(range(len(step.perm)), key=step.perm.__getitem__)
+        return tuple(names[p] for p in inverse)
+    if isinstance(step, Reshape):
+        return _regroup([n for d in names for n in d], length, shape)
+    if isinstance(step, Expand) and not forward:
+        return names
+    return None
+
+
+def _elementary(state: _State, length: dict[str, int]) -> list[tuple[str, int, int]]:
+    """(name, length, stride) of each elementary axis; a dim's axes are contiguous among themselves."""
+    out = []
+    assert state.names is not None
+    for dim, stride in zip(state.names, state.strides):
+        sizes = [length[n] for n in dim]
+        for j, n in enumerate(dim):
+            out.append((n, sizes[j], stride * math.prod(sizes[j + 1:])))
+    return out
+
+
+def _why(step: Step, before: _State, after: _State, length: dict[str, int]) -> str:
+    """The '# view: ...' / '# copy: ...' comment of one step."""
+    show = lambda names: ", ".join(_show_axis(n) for n in names)
+    if isinstance(step, Permute):
+        return "view: reorders the axes (strides only)"
+    if isinstance(step, Expand):
+        grown = [d for d, (a, b) in enumerate(zip(before.shape, step.shape)) if a != b]
+        new = [n for d in grown for n in after.names[d]] if after.names is not None else []
+        return f"view: repeats {show(new) or 'the new axes'} with stride 0"
+    if isinstance(step, Reshape):
+        if before.names is None or after.names is None:
+            return "view: same memory, new shape" if step.view else "copy: the merged axes are not adjacent in memory"
+        if not step.view:
+            return "copy: " + _not_adjacent(before, after.names, length)
+        merged = [d for d in after.names if len(d) > 1 and d not in before.names]
+        split = [d for d in before.names if len(d) > 1 and d not in after.names]
+        what = [f"merges ({show(d)})" for d in merged] + [f"splits ({show(d)})" for d in split]
+        unit = "adds unit axes" if len(step.shape) > len(before.shape) else "drops unit axes"
+        return "view: " + ("; ".join(what) or unit)
+    if isinstance(step, Reduce):
+        names = [n for a in step.axes for n in (before.names or ((),) * len(before.shape))[a]]
+        return f"copy: {_reduction_name(step.reduction)} over {show(names) or 'axes ' + str(step.axes)}"
+    if isinstance(step, TakeRows):
+        return f"copy: picks {math.prod(step.space)} rows of the {before.shape} view"
+    if isinstance(step, GatherAlong):
+        return f"copy: picks along dim {step.dim} at {step.coord.index}"
+    if isinstance(step, AdvancedIndex):
+        return "copy: advanced indexing always copies"
+    assert isinstance(step, ScatterRows | ScatterAlong)
+    if step.reduction == "set":
+        return "copy: a new tensor; no two writes may meet ('set')"
+    return f"copy: a new tensor; writes that meet combine by {step.reduction}"
+
+
+def _not_adjacent(before: _State, groups: Names, length: dict[str, int]) -> str:
+    axes = {n: (size, stride) for n, size, stride in _elementary(before, length)}
+    for group in groups:
+        run = [n for n in group if axes[n][0] != 1]
+        for a, b in zip(run, run[1:]):
+            if axes[a][1] == 0 or axes[b][1] == 0:
+                return f"axis {_show_axis(a if axes[a][1] == 0 else b)} is repeated (stride 0) and must be written out"
+            if axes[a][1] != axes[b][0] * axes[b][1]:
+                return f"axes {_show_axis(a)}, {_show_axis(b)} are not adjacent in memory"
+    return "the axes it merges are not adjacent in memory"
+
+
+# --- the code ------------------------------------------------------------------
+
+
+class _Code:
+    """The plan's steps as backend lines, each the native call(s) that the backend module makes."""
+
+    def __init__(self, plan: Plan, backend: str, x: str, used: set[str]) -> None:
+        self.plan, self.torch, self.x = plan, backend == "torch", x
+        self.index_shapes = {u.name: u.shape for u in plan.indices}
+        self.flat, self.out = _fresh("flat", used), _fresh("out", used)
+        self.counts, self.sums = _fresh("counts", used), _fresh("sums", used)
+        self.reduction = _fresh("reduction", used)
+        # torch's advanced indexing lays its result out like a permuted index, not row-major: the
+        # planner's view/copy marks (which assume row-major) do not hold until the next new tensor.
+        self.torch_layout = False
+
+    def lines(self) -> tuple[str, ...]:
+        plan = self.plan
+        if not plan.steps:
+            return (f"# nothing to run: the result is {self.x} itself",)
+        length = {n: v for n, v, _ in plan.lengths}
+        states = _states(plan)
+        rows: list[tuple[str, str]] = []
+        for k, step in enumerate(plan.steps):
+            code = getattr(self, type(step).__name__.lower())(step, states[k])
+            why = _why(step, states[k], states[k + 1], length)
+            if isinstance(step, Reshape) and self.torch_layout:
+                why = "view or copy: torch's advanced indexing gave the result a permuted index's layout"
+            if not isinstance(step, Reshape | Permute | Expand):
+                self.torch_layout = self.torch and isinstance(step, AdvancedIndex) and any(
+                    c.perm != tuple(range(len(c.perm))) for c in step.coords)
+            rows += [(line, "") for line in code[:-1]] + [(code[-1], why)]
+        # Comments line up, except after a line too long to wait for.
+        width = max((len(c) for c, w in rows if w and len(c) <= 64), default=0)
+        return tuple(f"{c:<{width}}  # {w}" if w else c for c, w in rows)
+
+    # plain steps: rearr/backends/*.py call reshape / permute / expand / reductions
+
+    def reshape(self, step: Reshape, state: _State) -> list[str]:
+        x, args = self.x, ", ".join(map(str, step.shape)) or "()"
+        if self.torch and self.torch_layout:
+            return [f"{x} = {x}.reshape({args})"]
+        if self.torch:  # torch's reshape is view() where it can, else contiguous().view()
+            return [f"{x} = {x}.view({args})" if step.view else f"{x} = {x}.contiguous().view({args})"]
+        return [f"{x} = {x}.reshape({args})"]
+
+    def permute(self, step: Permute, state: _State) -> list[str]:
+        x = self.x
+        return [f"{x} = {x}.permute({', '.join(map(str, step.perm))})" if self.torch
+                else f"{x} = np.transpose({x}, {_tup(step.perm)})"]
+
+    def expand(self, step: Expand, state: _State) -> list[str]:
+        x = self.x
+        return [f"{x} = {x}.expand({', '.join(map(str, step.shape))})" if self.torch
+                else f"{x} = np.broadcast_to({x}, {_tup(step.shape)})"]
+
+    def reduce(self, step: Reduce, state: _State) -> list[str]:
+        x, r, axes = self.x, step.reduction, step.axes
+        if callable(r):  # the callable that was passed, bound to this name
+            return [f"{x} = {self.reduction}({x}, {_tup(axes)})"]
+        dims = str(axes[0]) if len(axes) == 1 else _tup(axes)
+        if not self.torch:
+            fn = {"max": "amax", "min": "amin"}.get(r, r)
+            return [f"{x} = np.{fn}({x}, axis={dims})"]
+        if r == "prod":  # torch.prod takes one dim at a time
+            return [f"{x} = {x}.prod({a})" for a in sorted(axes, reverse=True)]
+        return [f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"]
+
+    # index arithmetic: one Coord is arange or an index, permuted, viewed with unit axes, times a stride
+
+    def coord(self, c: Coord) -> str:
+        if c.index is None:
+            if not self.torch:
+                expr = f"np.arange({c.length})"
+            elif c.stride != 1:  # torch: the stride goes into arange
+                return _view(f"torch.arange(0, {c.length} * {c.stride}, {c.stride}, device={self.x}.device)",
+                             (c.length,), c.shape, "view")
+            else:
+                expr = f"torch.arange({c.length}, device={self.x}.device)"
+            have = (c.length,)
+        else:
+            expr, have = c.index, self.index_shapes[c.index]
+            if c.perm != tuple(range(len(c.perm))):
+                have = tuple(have[p] for p in c.perm)
+                expr = (f"{expr}.permute({', '.join(map(str, c.perm))})" if self.torch
+                        else f"np.transpose({expr}, {_tup(c.perm)})")
+        expr = _view(expr, have, c.shape, "view" if self.torch and c.index is None else "reshape")
+        return f"{expr} * {c.stride}" if c.stride != 1 else expr
+
+    def flat_rows(self, coords: tuple[Coord, ...], space: tuple[int, ...]) -> tuple[list[str], str]:
+        """The backend's _flat: the coordinates' sum, broadcast to the index space, as one row number each."""
+        total = " + ".join(self.coord(c) for c in coords)
+        if _broadcast([c.shape for c in coords]) != space:
+            total = (f"{_paren(total)}.expand({', '.join(map(str, space))})" if self.torch
+                     else f"np.broadcast_to({total}, {_tup(space)})")
+        if len(space) != 1:
+            total = f"{_paren(total)}.reshape(-1)"
+        if total.replace(".reshape(-1)", "").isidentifier():
+            return [], total
+        return [f"{self.flat} = {total}"], self.flat
+
+    def takerows(self, step: TakeRows, state: _State) -> list[str]:
+        pre, flat = self.flat_rows(step.coords, step.space)
+        x = self.x
+        return pre + [f"{x} = {x}.index_select(0, {flat})" if self.torch else f"{x} = np.take({x}, {flat}, axis=0)"]
+
+    def gatheralong(self, step: GatherAlong, state: _State) -> list[str]:
+        x, idx = self.x, self.coord(step.coord)
+        if self.torch:
+            expanded = idx if step.coord.shape == step.shape else f"{idx}.expand({', '.join(map(str, step.shape))})"
+            return [f"{x} = torch.gather({x}, {step.dim}, {expanded})"]
+        return [f"{x} = np.take_along_axis({x}, np.broadcast_to({idx}, {_tup(step.shape)}), axis={step.dim})"]
+
+    def advancedindex(self, step: AdvancedIndex, state: _State) -> list[str]:
+        return [f"{self.x} = {self.x}[{', '.join(self.coord(c) for c in step.coords)}]"]
+
+    def scatterrows(self, step: ScatterRows, state: _State) -> list[str]:
+        pre, flat = self.flat_rows(step.coords, step.space)
+        return pre + self.combine(step.reduction, flat, step.rows, state.shape)
+
+    def scatteralong(self, step: ScatterAlong, state: _State) -> list[str]:
+        x, idx, r, shape = self.x, self.coord(step.coord), step.reduction, step.shape
+        if self.torch:
+            if step.coord.shape != step.src_shape:
+                idx = f"{_paren(idx)}.expand({', '.join(map(str, step.src_shape))})"
+            if r == "set":
+                return ["# rearr first checks that no two writes meet ('set')",
+                        f"{x} = {x}.new_full({_tup(shape)}, 0).scatter({step.dim}, {idx}, {x})"]
+            if r == "sum":
+                return [f"{x} = {x}.new_zeros({_tup(shape)}).scatter_add_({step.dim}, {idx}, {x})"]
+            return [f"{x} = {x}.new_full({_tup(shape)}, 0).scatter_reduce({step.dim}, {idx}, {x}, "
+                    f'"{SCATTER_NATIVE[r]}", include_self=False)']
+        # numpy has no scatter along an axis: flat positions, then the rows scatter on (size, 1)
+        grids = [idx if d == step.dim else _view(f"np.arange({n})", (n,), _unit_except(len(shape), d, n), "reshape")
+                 for d, n in enumerate(shape)]
+        size = math.prod(shape)
+        rows = self.combine(r, self.flat, size, (size, 1))[:-1]
+        return ([f"{self.flat} = np.ravel_multi_index(np.broadcast_arrays({', '.join(grids)}), {_tup(shape)})"
+                 ".reshape(-1)", f"{x} = {x}.reshape(-1, 1)"] + rows
+                + [f"{x} = {self.out}.reshape({', '.join(map(str, shape))})"])
+
+    def combine(self, r: str, flat: str, rows: int, shape: tuple[int, ...]) -> list[str]:
+        """x (n, width) into rows `flat` of a new (rows, width) tensor: the backends' scatter with fill 0."""
+        x, out, counts, width = self.x, self.out, self.counts, shape[1]
+        if self.torch:
+            new = f"(({rows}, {width}), 0, dtype={x}.dtype, device={x}.device)"
+            if r == "set":
+                return ["# rearr first checks that flat holds no row twice ('set')",
+                        f"{x} = torch.full{new}.index_copy(0, {flat}, {x})"]
+            if r == "sum":
+                return [f"{x} = torch.zeros(({rows}, {width}), dtype={x}.dtype, device={x}.device)"
+                        f".index_add(0, {flat}, {x})"]
+            return [f"{x} = torch.full{new}.scatter_reduce(0, {flat}[:, None].expand({shape[0]}, {width}), {x}, "
+                    f'"{SCATTER_NATIVE[r]}", include_self=False)']
+        full = f"np.full(({rows}, {width}), {{}}, dtype={x}.dtype)"
+        if r == "set":
+            return ["# rearr first checks that flat holds no row twice ('set')",
+                    f"{out} = {full.format(0)}", f"{out}[{flat}] = {x}", f"{x} = {out}"]
+        lines = [] if r == "sum" else [f"{counts} = np.bincount({flat}, minlength={rows})"]
+        if r == "mean":
+            lines += [f"{self.sums} = np.zeros(({rows}, {width}), dtype={x}.dtype)",
+                      f"np.add.at({self.sums}, {flat}, {x})",
+                      f"{out} = {self.sums} / np.maximum({counts}, 1)[:, None].astype({x}.dtype)"]
+        else:
+            start = {"sum": "0", "prod": "1", "max": "-np.inf", "min": "np.inf"}[r]
+            ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[r]
+            note = "  # (integers: the dtype's lowest value)" if r == "max" else (
+                "  # (integers: the dtype's highest value)" if r == "min" else "")
+            lines += [f"{out} = {full.format(start)}{note}", f"np.{ufunc}.at({out}, {flat}, {x})"]
+        if r != "sum":
+            lines.append(f"{out}[{counts} == 0] = 0")
+        return lines + [f"{x} = {out}"]
+
+
+def _unit_except(ndim: int, dim: int, n: int) -> tuple[int, ...]:
+    return tuple(n if k == dim else 1 for k in range(ndim))
+
+
+def _view(expr: str, have: tuple[int, ...], want: tuple[int, ...], method: str) -> str:
+    return expr if have == want else f"{_paren(expr)}.{method}({', '.join(map(str, want))})"
+
+
+def _paren(expr: str) -> str:
+    """expr, in parentheses where an operator outside any bracket would bind looser than a method call."""
+    depth = 0
+    for k, ch in enumerate(expr):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and expr[k:k + 3] in (" + ", " * "):
+            return f"({expr})"
+    return expr
+
+
+# --- the formula ---------------------------------------------------------------
+
+
+def _formula(plan: Plan, x: str, out: str, used: set[str]) -> str:
+    """out[...] = x[...] with each coordinate written from the loop variables."""
+    length = {n: v for n, v, _ in plan.lengths}
+    in_axes = [n for d in plan.in_dims for n in d]
+    gathered = {s.axis: s for s in plan.gathers}
+    scattered = {s.axis: s for s in plan.scatters}
+    if plan.op == "scatter":  # one loop variable per source element
+        loop = [d for d in plan.in_dims if not (len(d) == 1 and d[0] in gathered)]
+        loop += [(a,) for a in dict.fromkeys(a for s in plan.gathers for a in s.axes) if a not in in_axes]
+    else:  # one loop variable per output dim (a group gets one)
+        loop = list(plan.out_dims)
+    pool = [n for n in "klmpqrsuvwij" if n not in used]
+    names: dict[str, str] = {}  # axis -> its variable, where the axis has one
+
+    def var(axis: str) -> str:  # an axis's own name; _3, _3_1 for anonymous axes of length 3
+        if axis not in names:
+            names[axis] = _fresh(_var(axis), used, "_") if "@" in axis else _var(axis)
+            used.add(names[axis])
+        return names[axis]
+
+    where: dict[str, tuple[str, tuple[str, ...], int]] = {}  # axis -> (variable, its group, position in it)
+    for dim in loop:
+        v = var(dim[0]) if len(dim) == 1 else (pool.pop(0) if pool else _fresh("k", used))
+        used.add(v)
+        where.update({a: (v, dim, i) for i, a in enumerate(dim)})
+    reduced: list[str] = []  # reduce's axes: input axes that no loop variable covers
+
+    def dim_expr(dims: tuple[str, ...], indexed: dict) -> str:
+        """One dimension's coordinate: its axes' coordinates, row-major."""
+        terms, i = [], 0
+        while i < len(dims):
+            a, j = dims[i], i + 1
+            spec = indexed.get(a)
+            if spec is not None:
+                t = f"{spec.name}[{', '.join(dim_expr((b,), {}) for b in spec.axes) or '()'}]"
+            else:
+                if a not in where:
+                    reduced.append(a)
+                    where[a] = (var(a), (a,), 0)
+                v, group, pos = where[a]
+                while j < len(dims) and dims[j] in where and where[dims[j]][:2] == (v, group) \
+                        and where[dims[j]][2] == pos + j - i:
+                    j += 1  # a run of the same group, in order: one term
+                stride = math.prod(length[b] for b in group[pos + j - i:])
+                t = v + (f" // {stride}" if stride != 1 else "")
+                t += f" % {math.prod(length[b] for b in group[pos:pos + j - i])}" if pos else ""
+            scale = math.prod(length[b] for b in dims[j:])
+            terms.append(t if scale == 1 else (f"{t} * {scale}" if t.isidentifier() or t.endswith("]")
+                                               else f"({t}) * {scale}"))
+            i = j
+        return " + ".join(terms) or "0"
+
+    left = f"{out}[{', '.join(dim_expr(d, scattered) for d in plan.out_dims) or '()'}]"
+    right = f"{x}[{', '.join(dim_expr(d, gathered) for d in plan.in_dims) or '()'}]"
+    if plan.op == "reduce" and reduced:
+        return f"{left} = {_reduction_name(plan.reduction)} over {', '.join(var(a) for a in reduced)} of {right}"
+    if plan.op == "scatter":
+        op = {"sum": "+=", "prod": "*=", "set": "="}.get(str(plan.reduction), f"<- {plan.reduction} of")
+        return f"{left} {op} {right}"
+    free = [var(d[0]) for d in plan.out_dims if plan.op == "repeat" and len(d) == 1 and d[0] not in in_axes]
+    return f"{left} = {right}" + (f"   (the same for every {', '.join(free)})" if free else "")
+
+
+def _var(axis: str) -> str:
+    """The loop variable of a single-axis dim: its name; _3 for an anonymous axis 3."""
+    return f"_{axis.split('@')[0]}" if "@" in axis else _show_axis(axis)
+
+
+# --- show ----------------------------------------------------------------------
+
+
+def _show(plan: Plan, r: recipe.Recipe, lengths, reduction) -> tuple[Any, str]:
+    """Run the real rearr on arange(N) (and example indices): where each input element lands."""
+    import numpy as np
+
+    from . import api
+
+    size, out_size = math.prod(plan.in_shape), math.prod(plan.out_shape)
+    if max(size, out_size) > SHOW_LIMIT:
+        return None, f"show: skipped, the input has {size} and the result {out_size} elements (at most {SHOW_LIMIT})"
+    floats = reduction == "mean"
+    x = np.arange(size, dtype=np.float64 if floats else np.int64).reshape(plan.in_shape)
+    # Example indices that count down from the end, so that a gather visibly reorders; each starts elsewhere.
+    indices = {u.name: (-1 - k - np.arange(math.prod(u.shape))).reshape(u.shape) % max(u.length, 1)
+               for k, u in enumerate(plan.indices)}
+    kwargs = dict(lengths, **indices)
+    try:
+        if r.op == "scatter":
+            result = api.scatter(x, r.text, reduction, **kwargs)
+        elif r.op == "reduce":
+            result = api.reduce(x, r.text, reduction, **kwargs)
+        else:
+            result = getattr(api, r.op)(x, r.text, **kwargs)
+    except RearrError as e:
+        return None, f"show: the example did not run: {e.message}"
+    given = "".join(f"; {name} = {value.tolist()}" for name, value in indices.items())
+    head = f"show: x = np.arange({size}).reshape{plan.in_shape}{given}; the result of {r.op}:"
+    return result, head

@@ -207,9 +207,13 @@ class _Tracker:
 
     def reshape(self, shape: tuple[int, ...]) -> None:
         shape = tuple(shape)
+        if self.steps and isinstance(self.steps[-1], Reshape):  # two reshapes in a row are one
+            self.steps.pop()
+            self.shape, self.strides = self._before_reshape
         if shape == self.shape:
             return
         strides = view_strides(self.shape, self.strides, shape)
+        self._before_reshape = (self.shape, self.strides)
         self.steps.append(Reshape(shape, strides is not None))
         self.shape, self.strides = shape, strides or contiguous_strides(shape)
 

@@ -164,8 +164,15 @@ def gatheralong(step: GatherAlong):
 
 
 def advancedindex(step: AdvancedIndex):
-    coords = [_coord(c) for c in step.coords]
+    coords = [_contiguous(_coord(c)) if not _common.identity_perm(c.perm) else _coord(c) for c in step.coords]
+    if all(c.shape == () for c in step.coords):  # torch reads 0-d tensor indices as ints: a view
+        return lambda x, env: x[tuple(c(env, x) for c in coords)].clone()
     return lambda x, env: x[tuple(c(env, x) for c in coords)]
+
+
+def _contiguous(fn):
+    """torch lays out an advanced-indexing result like its index: keep that row-major."""
+    return lambda env, x: fn(env, x).contiguous()
 
 
 def _base(env: dict, into_calls, shape, x: torch.Tensor) -> torch.Tensor | None:

@@ -1,0 +1,407 @@
+"""rearr.explain: the printed code is the code that runs, and the report says what it should.
+
+The main test executes the printed lines of each backend on random inputs and
+compares the result with rearr's own: if the explanation and the backends
+drift apart, it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from strategies import gather_cases, scatter_cases, transform_cases
+
+import rearr
+from rearr import RearrError, explain
+from rearr.planner import (
+    AdvancedIndex,
+    Expand,
+    GatherAlong,
+    Permute,
+    Reduce,
+    Reshape,
+    ScatterAlong,
+    ScatterRows,
+    TakeRows,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (op, pattern, shape, reduction, keywords); an index keyword is (shape, length of the indexed axis).
+CASES = [
+    ("rearrange", "a b c -> c b a", (2, 3, 4), None, {}),
+    ("rearrange", "c b h -> b (c h)", (2, 5, 32), None, {}),
+    ("rearrange", "(a b) c -> a b c", (6, 4), None, {"a": 2}),
+    ("rearrange", "a b c -> (b a c)", (2, 3, 4), None, {}),
+    ("rearrange", "b ... c -> b c ...", (2, 3, 4, 5), None, {}),
+    ("rearrange", "b ... -> (...) b", (2, 3, 4), None, {}),
+    ("rearrange", "b 1 c () -> b () c 1", (2, 1, 3, 1), None, {}),
+    ("rearrange", "a b -> a b", (2, 3), None, {}),
+    ("reduce", "a b c -> a", (2, 3, 4), "sum", {}),
+    ("reduce", "a b c -> c a", (2, 3, 4), "mean", {}),
+    ("reduce", "a 2 c -> a c", (2, 2, 4), "max", {}),
+    ("reduce", "(a b) c -> b", (6, 4), "min", {"a": 2}),
+    ("reduce", "... c -> c", (2, 3, 4), "prod", {}),
+    ("reduce", "a b c -> b", (2, 3, 4), "any", {}),
+    ("reduce", "a b c -> (c a)", (2, 3, 4), "all", {}),
+    ("reduce", "a b c -> b", (2, 3, 4), lambda x, axes: x.sum(axes), {}),
+    ("repeat", "a b -> a k b 3", (2, 3), None, {"k": 2}),
+    ("repeat", "a b -> (a k) b", (2, 3), None, {"k": 2}),
+    ("repeat", "h w -> (h 2) (w 3)", (2, 3), None, {}),
+    ("rearrange", "b n[idx: b k] c -> b k c", (2, 5, 3), None, {"idx": ((2, 4), 5)}),
+    ("rearrange", "b n[idx] c -> b k c", (2, 5, 3), None, {"idx": ((2, 4, 3), 5)}),
+    ("rearrange", "b n[idx] -> b", (2, 5), None, {"idx": ((2,), 5)}),
+    ("rearrange", "n[idx: k] b c -> b k c", (5, 2, 3), None, {"idx": ((4,), 5)}),
+    ("rearrange", "b c n[idx: b c k] -> b (k c)", (2, 3, 5), None, {"idx": ((2, 3, 4), 5)}),
+    ("rearrange", "v[ids: b t] d -> b t d", (10, 3), None, {"ids": ((2, 4), 10)}),
+    ("rearrange", "b h[y: b p] w[x: b p] c -> b p c", (2, 4, 5, 3), None, {"y": ((2, 6), 4), "x": ((2, 6), 5)}),
+    ("rearrange", "b h[y: p] w[xx: p] c -> b p c", (2, 4, 5, 3), None, {"y": ((6,), 4), "xx": ((6,), 5)}),
+    ("rearrange", "c b h[y: b p] w[x: b p] -> b p c", (3, 2, 4, 5), None, {"y": ((2, 6), 4), "x": ((2, 6), 5)}),
+    # large enough for the planner to move whole rows (index_select on a (rows, width) view)
+    ("rearrange", "b n[idx: b k] c -> b k c", (2, 5, 4096), None, {"idx": ((2, 4), 5)}),
+    ("scatter", "b k -> b n[idx]", (2, 4), "sum", {"n": 10, "idx": ((2, 4), 10)}),
+    ("scatter", "b k -> b n[idx]", (2, 4), "set", {"n": 10, "idx": ((2, 4), 10)}),
+    ("scatter", "r c -> r m[idx: c]", (2, 3), "sum", {"m": 2, "idx": ((3,), 2)}),
+    ("scatter", "b k c -> b n[idx: b k] c", (2, 4, 3), "max", {"n": 6, "idx": ((2, 4), 6)}),
+    ("scatter", "b k c -> (b c) n[idx: b k]", (2, 4, 3), "prod", {"n": 6, "idx": ((2, 4), 6)}),
+    ("scatter", "e c -> v[dst] c", (7, 3), "mean", {"v": 5, "dst": ((7, 3), 5)}),
+    ("scatter", "b p c -> b h[y: b p] w[x: b p] c", (2, 6, 3), "sum", {"h": 4, "w": 5, "y": ((2, 6), 4),
+                                                                       "x": ((2, 6), 5)}),
+    ("scatter", "b p c -> b h[y: b p] w[x: b p] c", (2, 6, 3), "min", {"h": 4, "w": 5, "y": ((2, 6), 4),
+                                                                       "x": ((2, 6), 5)}),
+    ("scatter", "b p c -> b h[y: b p] w[x: b p] c", (2, 6, 3), "mean", {"h": 4, "w": 5, "y": ((2, 6), 4),
+                                                                        "x": ((2, 6), 5)}),
+    ("scatter", "b p c -> b h[y: b p] w[x: b p] c", (2, 6, 3), "set", {"h": 6, "w": 6, "y": ((2, 6), 6),
+                                                                       "x": ((2, 6), 6)}),
+    ("scatter", "v[src: e] c -> v[dst: e] c", (5, 3), "mean", {"src": ((7,), 5), "dst": ((7,), 5)}),
+    ("scatter", "b k c -> b n[idx: b k] c", (2, 4, 4096), "sum", {"n": 6, "idx": ((2, 4), 6)}),
+    ("scatter", "b k c -> b n[idx: b k] c", (2, 4, 4096), "max", {"n": 6, "idx": ((2, 4), 6)}),
+]
+
+
+def _case_id(case) -> str:
+    op, pattern, shape, reduction, _ = case
+    name = getattr(reduction, "__name__", reduction)
+    return f"{op}-{pattern}-{shape}" + (f"-{name}" if reduction else "")
+
+
+def _inputs(case, seed: int = 0):
+    """Random input, lengths and index arrays (unique positions under 'set')."""
+    op, pattern, shape, reduction, keywords = case
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if reduction in ("any", "all"):
+        x = rng.integers(0, 2, shape).astype(bool) | (rng.random(shape) < 0.5)
+    lengths, indices = {}, {}
+    for name, value in keywords.items():
+        if isinstance(value, tuple):
+            ishape, n = value
+            if reduction == "set":  # every write lands on its own position: one permutation per row
+                rows = int(np.prod(ishape[:-1]))
+                values = np.stack([rng.permutation(n)[: ishape[-1]] for _ in range(rows)]).reshape(ishape)
+                indices[name] = values.astype(np.int64)
+            else:
+                indices[name] = rng.integers(0, n, ishape)
+        else:
+            lengths[name] = value
+    return x, lengths, indices
+
+
+def _rearr(case, x, lengths, indices):
+    op, pattern, _, reduction, _ = case
+    if op == "scatter":
+        return rearr.scatter(x, pattern, reduction, **lengths, **indices)
+    if op == "reduce":
+        return rearr.reduce(x, pattern, reduction, **lengths, **indices)
+    return getattr(rearr, op)(x, pattern, **lengths, **indices)
+
+
+def _run_code(explanation, x, indices, backend: str):
+    namespace = {"np": np, "torch": torch, explanation.input_name: x, **indices}
+    if callable(explanation.reduction):
+        namespace["reduction"] = explanation.reduction
+    exec("\n".join(explanation.code), namespace)  # noqa: S102 - the point of the test
+    return namespace[explanation.input_name]
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_printed_code_gives_rearrs_result(case, backend):
+    op, pattern, shape, reduction, keywords = case
+    x, lengths, indices = _inputs(case)
+    if backend == "torch":
+        x = torch.from_numpy(x)
+        indices = {k: torch.from_numpy(v) for k, v in indices.items()}
+    shapes = {name: v.shape for name, v in indices.items()}
+    e = explain(pattern, shape, op=op, reduction=reduction, backend=backend, **lengths, **shapes)
+    got = _run_code(e, x, indices, backend)
+    want = _rearr(case, x, lengths, indices)
+    assert tuple(got.shape) == tuple(want.shape) == e.out_shape
+    if backend == "torch":
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=0)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@given(st.one_of(transform_cases(), gather_cases(), scatter_cases(dtypes=("float64", "float32"))),
+       st.sampled_from(["torch", "numpy"]))
+def test_printed_code_on_random_patterns(case, backend):
+    """The same check on the patterns that the property tests draw (no fill= or into=, which explain leaves out)."""
+    assume(case.into is None)
+    case.fill = None
+    x, kwargs = case.inputs(backend)
+    if case.as_list:
+        x = np.stack(x) if backend == "numpy" else torch.stack(x)
+    try:
+        want = _rearr((case.op, case.pattern, None, case.reduction, None), x, kwargs, {})
+    except RearrError:
+        assume(False)  # out-of-range indices, duplicates under 'set', the mean of integers
+    shapes = {k: tuple(v.shape) if hasattr(v, "shape") else v for k, v in kwargs.items()}
+    e = explain(case.pattern, tuple(x.shape), op=case.op, reduction=case.reduction, backend=backend, **shapes)
+    # The code runs after rearr's index check: int64 values, negative ones counted from the end.
+    indices = {}
+    for use in e.plan.indices:
+        t = kwargs[use.name]
+        indices[use.name] = (t.long() if backend == "torch" else t.astype(np.int64)) % max(use.length, 1)
+    got = _run_code(e, x, indices, backend)
+    assert tuple(got.shape) == tuple(want.shape) == e.out_shape
+    if backend == "torch":
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+    # "a view of x" holds exactly when the result shares x's memory. (Not checked with indices: torch
+    # treats 0-d index tensors like ints, and x[i, j] is then a view though the plan says copy.)
+    if x.shape and min(x.shape) > 0 and not e.plan.indices:
+        assert _shares_memory(want, x) == e.is_view, str(e)
+
+
+def _shares_memory(a, b) -> bool:
+    if not isinstance(a, torch.Tensor):
+        return np.shares_memory(a, b)
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def test_the_table_covers_every_step_kind():
+    seen = set()
+    for case in CASES:
+        op, pattern, shape, reduction, _ = case
+        _, lengths, indices = _inputs(case)
+        e = explain(pattern, shape, op=op, reduction=reduction, **lengths, **{k: v.shape for k, v in indices.items()})
+        seen |= {type(s) for s in e.plan.steps}
+    kinds = {Reshape, Permute, Reduce, Expand, TakeRows, GatherAlong, AdvancedIndex, ScatterRows, ScatterAlong}
+    assert kinds <= seen, f"no case lowers to {kinds - seen}"
+
+
+def test_index_shapes_are_derived_from_known_lengths():
+    # idx: b k, with b from the input and k from a keyword; the index shape need not be given
+    e = explain("b n[idx: b k] c -> b k c", (2, 5, 3), k=4)
+    assert e.plan.indices[0].shape == (2, 4)
+    e = explain("b k -> b n[idx]", (2, 4), op="scatter", reduction="sum", n=10)
+    assert e.plan.indices[0].shape == (2, 4)
+    e = explain("b ... n[idx] -> b ...", (2, 3, 4, 5))  # idx has the output's axes: b ...
+    assert e.plan.indices[0].shape == (2, 3, 4)
+
+
+def test_an_index_of_unknown_shape_is_an_error_that_says_what_to_pass():
+    with pytest.raises(RearrError) as info:
+        explain("b n[idx: b k] c -> b k c", (2, 5, 3))
+    assert "idx=" in info.value.hint and "k=" in info.value.hint
+
+
+# --- formulas ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, formula",
+    [
+        (("c b h -> b (c h)", (2, 5, 32)), {}, "out[b, k] = x[k // 32, b, k % 32]"),
+        (("a b c -> (b a c)", (2, 3, 4)), {}, "out[k] = x[k // 4 % 2, k // 8, k % 4]"),
+        (("(a b) c -> a b c", (6, 4)), {"a": 2}, "out[a, b, c] = x[a * 3 + b, c]"),
+        (("(a b) c -> (a b) c", (6, 4)), {"a": 2}, "out[k, c] = x[k, c]"),
+        (("a b c -> a", (2, 3, 4)), {"op": "reduce", "reduction": "sum"}, "out[a] = sum over b, c of x[a, b, c]"),
+        (("a b -> a k b 3", (2, 3)), {"op": "repeat", "k": 2},
+         "out[a, k, b, _3] = x[a, b]   (the same for every k, _3)"),
+        (("h w -> h (w r)", (2, 3)), {"op": "repeat", "r": 2}, "out[h, k] = x[h, k // 2]"),
+        (("b n[idx: b k] c -> b k c", (2, 5, 3)), {"k": 4}, "out[b, k, c] = x[b, idx[b, k], c]"),
+        (("b n[idx: b k] c -> b (k c)", (2, 5, 3)), {"k": 4}, "out[b, l] = x[b, idx[b, l // 3], l % 3]"),
+        (("b k -> b n[idx]", (2, 4)), {"op": "scatter", "reduction": "sum", "n": 10},
+         "out[b, idx[b, k]] += x[b, k]"),
+        (("v[src: e] c -> v[dst: e] c", (5, 3)), {"op": "scatter", "reduction": "mean", "src": 7, "dst": 7},
+         "out[dst[e], c] <- mean of x[src[e], c]"),
+        (("b ... c -> b c ...", (2, 3, 4, 5)), {}, "out[b, c, ...[0], ...[1]] = x[b, ...[0], ...[1], c]"),
+    ],
+)
+def test_formula(args, kwargs, formula):
+    assert explain(*args, **kwargs).formula == formula
+
+
+def test_names_never_collide_with_axes_or_indices():
+    # an index named x and an axis named out: the input and output get other names
+    e = explain("b h[y: b p] w[x: b p] out -> b p out", (2, 4, 5, 3), p=6)
+    assert e.input_name != "x"
+    assert e.formula.startswith("out1[") and "x[b, p]" in e.formula
+
+
+# --- view or copy ------------------------------------------------------------------
+
+
+def test_a_pure_permute_is_a_view():
+    e = explain("a b c -> c b a", (2, 3, 4))
+    assert e.is_view and e.copies == 0
+    assert e.code == ("x = x.permute(2, 1, 0)  # view: reorders the axes (strides only)",)
+    assert "a view of x" in str(e)
+
+
+def test_merging_permuted_axes_is_one_copy():
+    e = explain("c b h -> b (c h)", (2, 5, 32))
+    assert not e.is_view and e.copies == 1
+    assert e.code[-1].startswith("x = x.contiguous().view(5, 64)")
+    assert e.code[-1].endswith("# copy: axes c, h are not adjacent in memory")
+    assert sum("# copy" in line for line in e.code) == 1
+    numpy = explain("c b h -> b (c h)", (2, 5, 32), backend="numpy")
+    assert [line.split("  #")[0].strip() for line in numpy.code] == ["x = np.transpose(x, (1, 0, 2))",
+                                                                     "x = x.reshape(5, 64)"]
+
+
+def test_a_merge_of_adjacent_axes_is_a_view():
+    e = explain("b c h -> b (c h)", (2, 5, 32))
+    assert e.is_view
+    assert e.code == ("x = x.view(2, 160)  # view: merges (c, h)",)
+
+
+def test_view_marks_hold_on_torch():
+    """Where explain says view, the torch result shares the input's memory."""
+    for pattern, shape in [("a b c -> c b a", (2, 3, 4)), ("b c h -> b (c h)", (2, 5, 32)),
+                           ("c b h -> b (c h)", (2, 5, 32)), ("b ... c -> b c ...", (2, 3, 4, 5))]:
+        e = explain(pattern, shape)
+        x = torch.randn(shape)
+        out = rearr.rearrange(x, pattern)
+        assert (out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()) == e.is_view, pattern
+
+
+def test_repeat_copy_names_the_repeated_axis():
+    e = explain("a b -> (a k) b", (2, 3), op="repeat", k=2)
+    assert e.code[-1].endswith("# copy: axis k is repeated (stride 0) and must be written out")
+
+
+# --- show ----------------------------------------------------------------------------
+
+
+def test_show_lays_out_the_flat_positions():
+    e = explain("a b c -> (b a c)", (2, 3, 4), show=True)
+    np.testing.assert_array_equal(e.layout, np.arange(24).reshape(2, 3, 4).transpose(1, 0, 2).flatten())
+    assert "np.arange(24).reshape(2, 3, 4)" in str(e)
+    assert str(e.layout) in str(e).replace("\n  ", "\n")
+
+
+def test_show_with_an_index_prints_the_example_index():
+    e = explain("b n[idx: b k] -> b k", (2, 5), k=3, show=True)
+    assert e.layout.shape == (2, 3)
+    assert "idx = " in str(e)
+
+
+def test_show_refuses_large_shapes():
+    e = explain("c b h -> b (c h)", (2, 5, 32), show=True)
+    assert e.layout is None and "at most 64" in str(e)
+
+
+# --- errors and imports -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        (("a b -> b c", (2, 3)), {}),  # an axis on one side only
+        (("a b -> b a", (2, 3, 4)), {}),  # wrong number of dimensions
+        (("(a b) c -> a b c", (7, 4)), {"a": 2}),  # does not divide
+        (("a b -> b a",), {}),  # no shape
+        (("a b -> b a", (2, 3), (2, 3)), {}),  # two shapes
+        (("a b -> b a", (2, 3)), {"backend": "jax"}),
+        (("a b, c -> a", (2, 3)), {"op": "einsum"}),
+        (("a b -> a", (2, 3)), {"op": "reduce", "reduction": "median"}),
+        (("a b -> b a", (2, -3)), {}),
+    ],
+)
+def test_errors_are_rearr_errors(args, kwargs):
+    with pytest.raises(RearrError):
+        explain(*args, **kwargs)
+
+
+def test_the_report_holds_the_parts():
+    text = str(explain("c b h -> b (c h)", (2, 5, 32)))
+    for part in ["axes:", "c     2  input dimension 0", "h    32  input dimension 2", "torch code",
+                 "x.permute(1, 0, 2)", "result: a new tensor (1 copy)", "formula: out[b, k] = x[k // 32, b, k % 32]"]:
+        assert part in text
+
+
+def test_explain_imports_neither_torch_nor_numpy():
+    code = ("import sys, rearr; print(rearr.explain('c b h -> b (c h)', (2, 5, 32))); "
+            "assert 'torch' not in sys.modules and 'numpy' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+
+
+# --- the command line ------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rearr.cli", "explain", *args], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_cli_explain():
+    done = _cli("c b h -> b (c h)", "--shape", "2,5,32")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(explain("c b h -> b (c h)", (2, 5, 32)))
+
+
+def test_cli_explain_options():
+    done = _cli("b (h w) -> b h w", "--shape", "2,6", "-l", "h=2", "--backend", "numpy", "--show")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(explain("b (h w) -> b h w", (2, 6), backend="numpy", show=True, h=2))
+    done = _cli("a b c -> a", "--shape", "2,3,4", "--op", "reduce", "--reduction", "mean")
+    assert done.returncode == 0, done.stderr
+    assert "x = x.view(2, 12)" in done.stdout and "x = x.mean(dim=1)" in done.stdout
+
+
+def test_cli_explain_with_an_index():
+    done = _cli("b n[idx: b k] c -> b k c", "--shape", "2,5,3", "-l", "k=4")
+    assert done.returncode == 0, done.stderr
+    assert "out[b, k, c] = x[b, idx[b, k], c]" in done.stdout
+
+
+def test_cli_explain_scatter_with_an_index_shape():
+    done = _cli("r c -> r m[idx: c]", "--shape", "2,3", "--op", "scatter", "--reduction", "sum", "-l", "m=2",
+                "-l", "idx=3", "--backend", "numpy")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(explain("r c -> r m[idx: c]", (2, 3), op="scatter", reduction="sum", m=2,
+                                              idx=(3,), backend="numpy"))
+    done = _cli("b n[idx] c -> b k c", "--shape", "2,5,3", "-l", "idx=2,4,3")
+    assert done.returncode == 0, done.stderr
+    assert "torch.gather(x, 1, idx)" in done.stdout
+
+
+def test_the_examples_in_docs_are_real_runs():
+    with open(os.path.join(ROOT, "docs", "explain.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```console\n\$ rearr explain (.*?)\n(.*?)```", f.read(), re.S)
+    assert len(blocks) >= 3
+    for args, output in blocks:
+        done = _cli(*shlex.split(args))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == output.strip(), args
+
+
+def test_cli_explain_error():
+    done = _cli("a b -> b c", "--shape", "2,3")
+    assert done.returncode == 1
+    assert "RA200" in done.stderr and "Traceback" not in done.stderr
