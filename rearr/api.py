@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -210,6 +211,11 @@ def scatter(
         if not isinstance(reduction, str):
             raise RearrError("scatter's reduction is a name", code="RA400",
                              hint=f"one of {', '.join(recipe.SCATTER_REDUCTIONS)}")
+        if fill is not None and (isinstance(fill, bool) or not isinstance(fill, numbers.Number)):
+            if not (getattr(fill, "shape", None) == () and hasattr(fill, "item")):
+                raise RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500",
+                                 hint="pass a Python number, e.g. fill=0.0; to start from a tensor, use into=")
+            fill = fill.item()
         backend = _BY_TYPE.get(type(src))
         x = src
         if backend is None:
@@ -272,11 +278,20 @@ def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[in
         backend = backend_for(tensors[0])
         pieces, shapes = [], []
         for i, t in enumerate(tensors):
+            if backend_for(t) is not backend:
+                raise RearrError(f"tensor {i} is a {type(t).__name__}, tensor 0 a {type(tensors[0]).__name__}",
+                                 code="RA500", pattern=pattern, hint="pack tensors of one library")
             shape = tuple(t.shape)
             if len(shape) < before + after:
                 raise RearrError(f"tensor {i} has {len(shape)} dimensions, the pattern needs at least "
                                  f"{before + after}", code="RA304", pattern=pattern, col=0,
                                  hint="every packed tensor has the named axes, in order")
+            fixed = shape[:before] + shape[len(shape) - after:]
+            first = tuple(tensors[0].shape)
+            if fixed != first[:before] + first[len(first) - after:]:
+                raise RearrError(f"tensor {i} has shape {shape}; its named axes differ from tensor 0's {first}",
+                                 code="RA303", pattern=pattern, col=0,
+                                 hint="the axes named in the pattern have one length in every packed tensor")
             packed = shape[before: len(shape) - after]
             shapes.append(packed)
             pieces.append(t.reshape(shape[:before] + (-1,) + shape[len(shape) - after:]))

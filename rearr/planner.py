@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import RearrError
-from .recipe import ELLIPSIS, Dim, IndexSpec, Recipe, check_length_value
+from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value
 
 # --- steps -------------------------------------------------------------------
 
@@ -385,11 +385,11 @@ def plan(
                        f"pass it as a keyword, e.g. {name}=10" + (", or pass into=" if recipe.op == "scatter" else ""))
     size = lens.value.__getitem__
     track = _Tracker(shape)
+    out_shape = tuple(math.prod(size(n) for n in d.names) for d in outs)
     if gathers or scatters:
         _plan_indexing(recipe, track, in_axes, out_axes, gathers, scatters, lens, into_shape)
     else:
-        _plan_transform(recipe, track, in_axes, out_axes, size)
-    out_shape = tuple(math.prod(size(n) for n in d.names) for d in outs)
+        _plan_transform(recipe, track, in_axes, out_axes, size, out_shape)
     track.reshape(out_shape)
     _check_ndim(recipe, track.steps, out_shape)
     return Plan(
@@ -404,18 +404,45 @@ MAX_DIMS = 64  # numpy's limit (NPY_MAXDIMS), and torch's for most kernels
 
 
 def _check_ndim(recipe: Recipe, steps: list[Step], out_shape: tuple[int, ...]) -> None:
+    """Refuse what no backend can hold: over 64 dimensions, or more elements than int64 counts."""
+    shapes = [out_shape] + [s.shape for s in steps if isinstance(s, Reshape | Expand)]
     most = max([len(out_shape)] + [len(getattr(s, "shape", getattr(s, "perm", ()))) for s in steps])
     if most > MAX_DIMS:
         raise _err(recipe, "RA304", f"the plan needs a tensor of {most} dimensions; numpy and torch stop at "
                    f"{MAX_DIMS}", None, "group axes with parentheses so fewer dimensions are needed")
+    largest = max(math.prod(shape) for shape in shapes)
+    if largest > INT64_MAX:
+        raise _err(recipe, "RA305", f"the result would hold {largest} elements, more than int64 can count",
+                   None, "use smaller lengths")
 
 
-def _plan_transform(recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size) -> None:
-    """rearrange / reduce / repeat: reshape, reduce, permute, expand (final reshape by the caller)."""
+def _plan_transform(
+    recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size, out_shape: tuple[int, ...]
+) -> None:
+    """rearrange / reduce / repeat: reshape, reduce, permute, expand (final reshape by the caller).
+
+    Merging the axes that travel together lets a view suffice more often
+    ('a b c -> c (a b)' is a transpose of a (a*b, c) view), but costs two
+    reshapes where a plain permute is already a view: plan both, keep the one
+    with fewer copies, then fewer calls.
+    """
+    candidates = []
+    for merge in (False, True):
+        trial = _Tracker(track.shape)
+        _transform_steps(recipe, trial, in_axes, out_axes, size, merge)
+        trial.reshape(out_shape)
+        candidates.append((sum(not s.view for s in trial.steps), len(trial.steps), merge))
+    best = min(candidates)[2]
+    _transform_steps(recipe, track, in_axes, out_axes, size, best)
+
+
+def _transform_steps(
+    recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size, merge: bool
+) -> None:
     out_pos = {n: i for i, n in enumerate(out_axes)}
     blocks: list[list[str]] = []
-    for name in in_axes:  # merge axes that travel together, so a view suffices more often
-        if blocks:
+    for name in in_axes:
+        if blocks and merge:
             prev = blocks[-1][-1]
             same_reduced = name not in out_pos and prev not in out_pos
             adjacent = name in out_pos and prev in out_pos and out_pos[name] == out_pos[prev] + 1

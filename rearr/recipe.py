@@ -23,6 +23,7 @@ BARE_OPS = ("pack", "unpack", "parse_shape")
 OPS = ARROW_OPS + BARE_OPS
 
 Reduction = str | Callable | None
+INT64_MAX = 2**63 - 1  # numpy and torch count elements in int64
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def validate(
 
 
 def check_length_value(recipe: Recipe, name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= INT64_MAX:
         raise _err(
             recipe.text, "RA305", f"length {name}={value!r} is not a non-negative integer",
             recipe.col(name), f"pass an int, e.g. {name}=4",

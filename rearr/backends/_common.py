@@ -53,3 +53,20 @@ def identity_perm(perm: tuple[int, ...]) -> bool:
 def coord_layout(c: Coord) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """The permutation (None when identity) and view shape of one coordinate."""
     return (None if identity_perm(c.perm) else c.perm), c.shape
+
+
+def complex_order(reduction: str) -> RearrError:
+    return RearrError(
+        f"'{reduction}' of complex numbers is undefined (numpy orders them lexicographically, torch refuses)",
+        code="RA400",
+        hint="reduce the real part, the magnitude (abs) or the angle instead",
+    )
+
+
+def not_an_index(name: str, value: object, text: str) -> RearrError:
+    return RearrError(
+        f"index {name!r} is a {type(value).__name__}, not an integer tensor",
+        code="RA501",
+        pattern=text,
+        hint=f"pass {name}= as an integer array or tensor (or a list of ints)",
+    )

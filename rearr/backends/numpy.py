@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from ..errors import RearrError
 from ..planner import (
     AdvancedIndex,
     Coord,
@@ -48,19 +49,30 @@ def is_float(x: np.ndarray) -> bool:
 # --- plain steps -------------------------------------------------------------
 
 
+# Array methods, not np.reshape / np.transpose: several times less overhead per call.
+
+
 def reshape(step: Reshape):
     shape = step.shape
-    return lambda x, env: np.reshape(x, shape)
+    return lambda x, env: x.reshape(shape)
 
 
 def permute(step: Permute):
     perm = step.perm
-    return lambda x, env: np.transpose(x, perm)
+    return lambda x, env: x.transpose(perm)
 
 
 def expand(step: Expand):
     shape = step.shape
-    return lambda x, env: np.broadcast_to(x, shape)
+
+    def run(x, env):
+        try:
+            return np.broadcast_to(x, shape)
+        except ValueError as e:  # numpy's iterator refuses views of more than about 2**62 elements
+            raise RearrError(f"numpy cannot make a view of shape {shape}: {e}", code="RA305",
+                             hint="use smaller lengths, or torch, whose expand has no such limit") from None
+
+    return run
 
 
 def reduce(step: Reduce):
@@ -71,9 +83,15 @@ def reduce(step: Reduce):
         def mean(x, env):
             if not is_float(x):
                 raise _common.mean_of_integers(x.dtype)
-            return np.mean(x, axis=axes) if axes else x
+            return x.mean(axis=axes) if axes else x
         return mean
     fn = {"sum": np.sum, "max": np.amax, "min": np.amin, "prod": np.prod, "any": np.any, "all": np.all}[r]
+    if r in ("max", "min"):
+        def extreme(x, env):
+            if np.iscomplexobj(x):
+                raise _common.complex_order(r)
+            return fn(x, axis=axes)
+        return extreme
     return lambda x, env: fn(x, axis=axes)
 
 
@@ -81,7 +99,10 @@ def reduce(step: Reduce):
 
 
 def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.ndarray:
-    t = np.asarray(value)
+    try:
+        t = np.asarray(value)
+    except (TypeError, ValueError):  # ragged lists
+        raise _common.not_an_index(name, value, text) from None
     if not np.issubdtype(t.dtype, np.integer):
         raise _common.bad_index_dtype(name, t.dtype, text)
     return t.astype(np.intp, copy=False)
