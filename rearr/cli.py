@@ -3,7 +3,8 @@
 `check` exits 0 when every pattern is valid, 1 when it found problems, and 2
 when it could not check everything it was asked to (bad usage, a missing
 path, a file that cannot be read, is not UTF-8 or is not valid Python) --
-whatever else it found. Only `explain` imports the rest of the library.
+whatever else it found. `check` needs nothing of rearr but rearr.lint, and never
+imports torch; `explain` imports the planner and the backends when it runs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # bad usage (2) or --help (0): a return value, as the signature says
         return int(e.code or 0)
     if args.version:
-        print(f"rearr {_version()}")
+        from . import __version__
+
+        print(f"rearr {__version__}")
         return 0
     if args.command is None:
         parser.print_usage(sys.stderr)
@@ -51,12 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="print the code that a pattern lowers to")
     explain.add_argument("pattern", metavar="PATTERN")
     explain.add_argument("--shape", action="append", type=_shape, required=True,
-                         help="an input shape, e.g. 2,5,32 (once per input)")
+                         help="the input's shape, e.g. 2,5,32")
     explain.add_argument("--op", choices=("rearrange", "reduce", "repeat", "scatter"), default="rearrange")
     explain.add_argument("--reduction", metavar="NAME", help="the reduction of reduce or scatter, e.g. sum")
     explain.add_argument("--backend", choices=("torch", "numpy"), help="the backend whose code is shown")
     explain.add_argument("-l", "--length", action="append", type=_length, default=[], metavar="NAME=INT",
-                         dest="lengths", help="an axis length, e.g. -l h=4 (repeatable)")
+                         dest="lengths", help="an axis length (-l h=4) or an index's shape (-l idx=2,4); repeatable")
     explain.add_argument("--show", action="store_true", help="also run the plan on an example and show the result")
     explain.set_defaults(run=_explain)
     return parser
@@ -88,7 +91,7 @@ def python_files(paths: Iterable[str]) -> tuple[list[str], list[str]]:
     for path in paths:
         if os.path.isdir(path):
             found = []
-            for root, dirs, names in os.walk(path, onerror=lambda e: unreadable.append(_os_message(e))):
+            for root, dirs, names in os.walk(path, onerror=lambda e: unreadable.append(f"{e.filename}: {e.strerror}")):
                 dirs[:] = [d for d in dirs if not _skipped_dir(d)]
                 found += [os.path.join(root, n) for n in names if n.endswith(".py")]
             files += sorted(os.path.normpath(f) for f in found)
@@ -101,10 +104,6 @@ def python_files(paths: Iterable[str]) -> tuple[list[str], list[str]]:
 
 def _skipped_dir(name: str) -> bool:
     return name.startswith(".") or name in SKIPPED_DIRS or name.endswith(".egg-info")
-
-
-def _os_message(e: OSError) -> str:
-    return f"{e.filename}: {e.strerror or e}"
 
 
 def format_text(problems: list[lint.Problem]) -> str:
@@ -156,7 +155,7 @@ def _explain(args: argparse.Namespace) -> int:
         result = explain(args.pattern, *args.shape, op=args.op, reduction=args.reduction, show=args.show,
                          **options, **dict(args.lengths))
     except RearrError as e:
-        print(f"rearr explain: {e.code} {e}", file=sys.stderr)
+        print(f"rearr explain: {e}", file=sys.stderr)  # str(e) starts with the code
         return 1
     print(str(result))
     return 0
@@ -166,25 +165,18 @@ def _shape(text: str) -> tuple[int, ...]:
     """'2,5,32' -> (2, 5, 32); '' is the shape of a scalar."""
     parts = [p.strip() for p in text.split(",")] if text.strip() else []
     if not all(p.isdecimal() for p in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape: write non-negative integers and commas, e.g. 2,5,32")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape: write integers and commas, e.g. 2,5,32")
     return tuple(int(p) for p in parts)
 
 
-def _length(text: str) -> tuple[str, int]:
-    """'h=4' -> ('h', 4)."""
-    name, eq, value = text.partition("=")
-    if not (eq and name.strip().isidentifier() and value.strip().isdecimal()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a length: write NAME=INT, e.g. h=4")
-    return name.strip(), int(value)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("rearr")
-    except PackageNotFoundError:  # run from a source tree that is not installed
-        return "unknown (not installed)"
+def _length(text: str) -> tuple[str, int | tuple[int, ...]]:
+    """'h=4' -> ('h', 4): an axis length; 'idx=2,4' -> ('idx', (2, 4)): an index's shape."""
+    name, eq, value = (part.strip() for part in text.partition("="))
+    if eq and name.isidentifier() and value.isdecimal():
+        return name, int(value)
+    if eq and name.isidentifier() and "," in value:
+        return name, _shape(value)
+    raise argparse.ArgumentTypeError(f"{text!r} is not a length: write NAME=INT (e.g. h=4) or NAME=SHAPE (idx=2,4)")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 `rearr check` reads each file with the stdlib ``ast``, finds calls of rearr's
 functions (and, on request, einops') whose pattern is a string literal, and
 hands each one to `rearr.recipe.validate` -- the library's own checks, so the
-checker and the library can never disagree. Only rearr.recipe and rearr.errors
-are imported here: checking a tree must not import torch, numpy or rearr.api.
+checker and the library can never disagree. This module imports nothing of rearr
+but rearr.recipe and rearr.errors, and nothing that needs a tensor library:
+checking a tree never imports torch.
 
 Names are resolved per file, not per scope: an ``import`` anywhere in the file
 binds the name for the whole file (a later import of the same name wins).
@@ -15,7 +16,8 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import RearrError
@@ -32,7 +34,7 @@ class Signature:
 
 
 SIGNATURES: dict[str, Signature] = {
-    "rearrange": Signature(1),
+    "rearrange": Signature(1, options=frozenset({"check_bounds"})),  # gathers check their indices too
     "reduce": Signature(1, 2),
     "repeat": Signature(1),
     "scatter": Signature(1, 2, frozenset({"fill", "into", "check_bounds"})),
@@ -91,13 +93,9 @@ def check_source(source: str, path: str = "<string>", *, einops: bool = False) -
     except (SyntaxError, ValueError, RecursionError) as e:
         return [_syntax_problem(path, e)]
     packages = [p for p in PACKAGES if p == "rearr" or einops]
-    # A file can only call rearr's functions after importing them, and an import spells the
-    # package's name; most files never do, and then the tree need not be walked at all.
-    if not any(_mentions(source, p) for p in packages):
-        return []
     lines: list[str] | None = None
     problems = []
-    for call, op in _calls(tree, packages):
+    for call, op in _calls(tree, source, packages):
         found = _check_call(call, op)
         if found is not None:
             lines = lines if lines is not None else _NEWLINE.split(source)
@@ -122,11 +120,6 @@ def check_file(path: str, *, einops: bool = False) -> list[Problem]:
     return check_source(source.removeprefix("\ufeff"), path, einops=einops)
 
 
-def _mentions(source: str, package: str) -> bool:
-    # The substring test is the fast one; the regex then drops words like 'rearrange'.
-    return package in source and re.search(rf"\b{package}\b", source) is not None
-
-
 def _syntax_problem(path: str, e: Exception) -> Problem:
     if not isinstance(e, SyntaxError):
         return Problem(path, 1, 1, 1, 1, "RA001", f"Python cannot parse the file: {e}")
@@ -137,26 +130,75 @@ def _syntax_problem(path: str, e: Exception) -> Problem:
     return Problem(path, line, col, end_line, end_col, "RA001", f"Python syntax error: {e.msg}")
 
 
-def _calls(tree: ast.AST, packages: list[str]) -> Iterator[tuple[ast.Call, str]]:
+def _calls(tree: ast.Module, source: str, packages: list[str]) -> Iterator[tuple[ast.Call, str]]:
     """The calls of the packages' functions, with the operation each one is."""
-    imports: list[ast.Import | ast.ImportFrom] = []
-    calls: list[ast.Call] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            calls.append(node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.append(node)
-    modules, functions = _bindings(imports, packages)
-    for call in calls:
-        func = call.func
-        if isinstance(func, ast.Name):
-            op = functions.get(func.id)
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
-            op = func.attr if func.attr in PACKAGES[modules[func.value.id]] else None
-        else:
-            op = None
-        if op is not None:
-            yield call, op
+    # An import of a package spells its name, and a call of a function (or an import that binds
+    # the name to something else) spells the name: only the parts of the tree on such lines are
+    # looked into, and most files have none.
+    modules, functions = _bindings(_imports(_nodes_on(tree, _lines_naming(source, packages))), packages)
+    if not (modules or functions):
+        return
+    nodes = list(_nodes_on(tree, _lines_naming(source, [*packages, *modules, *functions])))
+    modules, functions = _bindings(_imports(nodes), packages)
+    for node in nodes:
+        if isinstance(node, ast.Call) and (op := _operation(node.func, modules, functions)):
+            yield node, op
+
+
+def _imports(nodes: Iterable[ast.AST]) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements among the nodes, in source order."""
+    found = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _operation(func: ast.expr, modules: dict[str, str], functions: dict[str, str]) -> str | None:
+    """The operation that ``func(...)`` calls: ``rearrange(...)``, ``rearr.rearrange(...)``, or None."""
+    if isinstance(func, ast.Name):
+        return functions.get(func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
+        return func.attr if func.attr in PACKAGES[modules[func.value.id]] else None
+    return None
+
+
+def _lines_naming(source: str, names: list[str]) -> list[int]:
+    """The lines (1-based, ascending) on which one of the names ends a word.
+
+    A superset of the lines where the name stands alone ('r' matches 'for'), which costs a
+    closer look at those lines only; a leading \\b would make the search twenty times slower.
+    """
+    if "\r" in source:  # ast also ends a line at a lone '\r'
+        source = _NEWLINE.sub("\n", source)
+    lines, line, pos = [], 1, 0
+    for match in re.finditer(rf"(?:{'|'.join(map(re.escape, names))})\b", source):
+        line += source.count("\n", pos, match.start())
+        pos = match.start()
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _nodes_on(tree: ast.AST, lines: list[int]) -> Iterator[ast.AST]:
+    """Every node of the subtrees that span one of ``lines`` (ascending).
+
+    A node spans its children, so the subtrees that span none of the lines need no look.
+    """
+    stack = [tree] if lines else []
+    while stack:
+        node = stack.pop()
+        end = getattr(node, "end_lineno", None)
+        if end is not None:
+            decorators = getattr(node, "decorator_list", None)  # they stand above the 'def' line
+            start = decorators[0].lineno if decorators else node.lineno
+            i = bisect_left(lines, start)
+            if i == len(lines) or lines[i] > end:
+                continue
+        yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
 
 
 def _bindings(
@@ -175,7 +217,7 @@ def _bindings(
         if function is not None:
             functions[name] = function
 
-    for node in sorted(imports, key=lambda n: (n.lineno, n.col_offset)):
+    for node in imports:  # in source order: a later import of a name wins
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.partition(".")[0]
@@ -195,8 +237,8 @@ def _bindings(
     return modules, functions
 
 
-def _check_call(call: ast.Call, op: str) -> tuple[ast.Constant, str, RearrError, ast.expr | None] | None:
-    """(pattern literal, its text, the error, the reduction literal) when the call's pattern is wrong."""
+def _check_call(call: ast.Call, op: str) -> tuple[ast.Constant, RearrError, ast.expr | None] | None:
+    """(pattern literal, the error, the reduction literal if it is the fault) when the call is wrong."""
     sig = SIGNATURES[op]
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     open_kwargs = len(keywords) < len(call.keywords)
@@ -215,7 +257,7 @@ def _check_call(call: ast.Call, op: str) -> tuple[ast.Constant, str, RearrError,
     if err is None or (open_kwargs and err.code in _LENGTH_CODES):
         return None
     at_reduction = err.code == "RA400" and isinstance(reduction_node, ast.Constant)
-    return pattern, pattern.value, err, reduction_node if at_reduction else None
+    return pattern, err, reduction_node if at_reduction else None
 
 
 def _positional(args: list[ast.expr], at: int) -> ast.expr | None:
@@ -239,11 +281,9 @@ def _literal(node: ast.expr) -> object:
     return None
 
 
-def _problem(
-    path: str, lines: list[str], literal: ast.Constant, text: str, err: RearrError, other: ast.expr | None
-) -> Problem:
-    node = other or literal
-    line, col, end_line, end_col = _span(lines, node)
+def _problem(path: str, lines: list[str], literal: ast.Constant, err: RearrError, other: ast.expr | None) -> Problem:
+    text = literal.value
+    line, col, end_line, end_col = _span(lines, other or literal)
     if other is None and err.col is not None:
         offset = _pattern_offset(lines, literal, text)
         if offset is not None:  # the fault's own character, in the source line

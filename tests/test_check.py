@@ -1,0 +1,526 @@
+"""`rearr check` (rearr/lint.py) and the `rearr` command line (rearr/cli.py).
+
+The fixture files under tests/fixtures/check mark each expected finding on its line:
+`# expect: RA200@23` (code and 1-based character column; `RA103@15:5` names the line too, for a
+literal that starts on another line), or `# expect-einops:` for findings that need --einops.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rearr import cli, lint
+from rearr.errors import CODES, RearrError
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "check"
+TEXT_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>RA\d{3}) (?P<text>.+)$")
+GITHUB_LINE = re.compile(r"^::error (?P<props>[^:]*)::(?P<data>.*)$")
+
+
+def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """The console script, as a subprocess that does not depend on PATH or on rearr being installed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.run([sys.executable, "-m", "rearr.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, encoding="utf-8", timeout=120)
+
+
+def expected(einops: bool) -> set[tuple[str, int, int, str]]:
+    """(path, line, col, code) of every finding that the fixtures' comments announce."""
+    marker = re.compile(r"# (expect|expect-einops): ((?:RA\d{3}@[\d:]+ ?)+)")
+    found = set()
+    for path in sorted(FIXTURES.rglob("*.py")):
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = marker.search(line)
+            if m and (m.group(1) == "expect" or einops):
+                for item in m.group(2).split():
+                    code, _, where = item.partition("@")
+                    at_line, _, col = where.rpartition(":")
+                    found.add((path.relative_to(REPO).as_posix(), int(at_line or lineno), int(col), code))
+    return found
+
+
+def as_json(*args: str) -> tuple[list[dict], subprocess.CompletedProcess]:
+    proc = run("check", "--format", "json", *args)
+    return json.loads(proc.stdout), proc
+
+
+def positions(problems) -> set[tuple[str, int, int, str]]:
+    return {(p["path"], p["line"], p["col"], p["code"]) for p in problems}
+
+
+def check(source: str, einops: bool = False) -> list[tuple[int, int, str]]:
+    return [(p.line, p.col, p.code) for p in lint.check_source(source, "t.py", einops=einops)]
+
+
+def at(source: str, *expected: tuple[int, str, str]) -> list[tuple[int, int, str]]:
+    """(line, code, needle) -> (line, column of the needle's first character, code): columns counted
+    from the text itself, not by hand."""
+    lines = source.splitlines()
+    for line, _, needle in expected:
+        assert lines[line - 1].count(needle) == 1, (line, needle)
+    return [(line, lines[line - 1].index(needle) + 1, code) for line, code, needle in expected]
+
+
+# --- the fixtures, end to end ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("einops", [False, True])
+def test_fixture_findings_are_exactly_the_marked_ones(einops):
+    problems, proc = as_json("tests/fixtures/check", *(["--einops"] if einops else []))
+    assert proc.returncode == 1, proc.stderr
+    assert positions(problems) == expected(einops)
+    assert len(expected(einops)) == len(problems) >= 25  # no finding twice, and the markers were read
+
+
+@pytest.mark.parametrize("einops", [False, True])
+def test_good_files_are_clean(einops):
+    proc = run("check", "tests/fixtures/check/good", *(["--einops"] if einops else []))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_json_objects_have_exactly_the_documented_keys():
+    problems, _ = as_json("tests/fixtures/check/bad/forms.py")
+    keys = {"path", "line", "col", "end_line", "end_col", "code", "message", "hint", "pattern"}
+    assert all(set(p) == keys for p in problems)
+    first = problems[0]
+    assert first == {
+        "path": "tests/fixtures/check/bad/forms.py", "line": 8, "col": 23, "end_line": 8, "end_col": 24,
+        "code": "RA200", "message": "axis 'c' appears only on the input side of rearrange",
+        "hint": "use rearr.reduce to aggregate it, or add it to the output", "pattern": "b c -> b d",
+    }
+
+
+def test_text_format_says_what_json_says():
+    problems, _ = as_json("tests/fixtures/check")
+    proc = run("check", "tests/fixtures/check")
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1 and len(lines) == len(problems)
+    for line, p in zip(lines, problems):
+        m = TEXT_LINE.match(line)
+        assert m, line
+        fix = f" (fix: {p['hint']})" if p["hint"] else ""
+        assert m.groupdict() == {"path": p["path"], "line": str(p["line"]), "col": str(p["col"]),
+                                 "code": p["code"], "text": p["message"] + fix}
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"%(25|0D|0A|3A|2C)", lambda m: bytes.fromhex(m.group(1)).decode(), text)
+
+
+def parse_github(out: str) -> list[tuple[dict[str, str], str]]:
+    """Each annotation's properties and message, unescaped as the runner does."""
+    result = []
+    for line in out.splitlines():
+        m = GITHUB_LINE.match(line)
+        assert m, line
+        props = dict(item.split("=", 1) for item in m.group("props").split(","))
+        result.append(({k: _unescape(v) for k, v in props.items()}, _unescape(m.group("data"))))
+    return result
+
+
+def test_github_format_says_what_json_says():
+    problems, _ = as_json("tests/fixtures/check")
+    proc = run("check", "--format", "github", "tests/fixtures/check")
+    annotations = parse_github(proc.stdout)
+    assert proc.returncode == 1 and len(annotations) == len(problems)
+    for (props, message), p in zip(annotations, problems):
+        assert props["file"] == p["path"] and props["title"] == f"rearr {p['code']}"
+        assert (int(props["line"]), int(props["endLine"])) == (p["line"], p["end_line"])
+        if p["line"] == p["end_line"]:
+            assert (int(props["col"]), int(props["endColumn"])) == (p["col"], p["end_col"])
+        else:  # the runner refuses columns on an annotation that spans lines
+            assert "col" not in props and "endColumn" not in props
+        assert message == p["message"] + (f" (fix: {p['hint']})" if p["hint"] else "")
+    assert any(p["line"] != p["end_line"] for p in problems)  # the multi-line literal in columns.py
+
+
+def test_github_escapes_workflow_command_data():
+    p = lint.Problem("a,b:c%.py", 3, 4, 3, 5, "RA100", "50% of 'a:b',\r\nmore", "x, y")
+    out = cli.format_github([p])
+    assert out == ("::error file=a%2Cb%3Ac%25.py,line=3,col=4,endLine=3,endColumn=5,title=rearr RA100"
+                   "::50%25 of 'a:b',%0D%0Amore (fix: x, y)")
+    assert parse_github(out) == [({"file": "a,b:c%.py", "line": "3", "col": "4", "endLine": "3", "endColumn": "5",
+                                   "title": "rearr RA100"}, "50% of 'a:b',\r\nmore (fix: x, y)")]
+
+
+# --- exit codes, unreadable input -----------------------------------------------------------
+
+
+def test_exit_2_for_a_missing_path_and_the_rest_is_checked():
+    proc = run("check", "no/such/dir", "tests/fixtures/check/einops")
+    assert proc.returncode == 2
+    assert "no/such/dir: no such file or folder" in proc.stderr
+    assert proc.stdout.startswith("tests/fixtures/check/einops/bad_einops.py:10:15: RA200 ")
+
+
+@pytest.mark.parametrize("args", [["check", "--format", "xml"], ["check", "--nope"], ["frobnicate"], []])
+def test_exit_2_for_bad_usage(args):
+    proc = run(*args)
+    assert proc.returncode == 2 and "usage: rearr" in proc.stderr and proc.stdout == ""
+
+
+def test_syntax_error_and_non_utf8_are_reported_and_the_rest_is_checked(tmp_path):
+    (tmp_path / "a_broken.py").write_text("import rearr\ns = 'é→'; x = (1 +* 2)\n", encoding="utf-8")
+    (tmp_path / "b_latin1.py").write_bytes(b"import rearr\n# caf\xe9\nrearr.rearrange(x, 'b c -> b d')\n")
+    (tmp_path / "c_bad.py").write_text("import rearr\nrearr.rearrange(x, 'b c -> b d')\n", encoding="utf-8")
+    (tmp_path / "d_nul.py").write_bytes(b"x = 1\0\n")
+    proc = run("check", "--format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    got = [(p["path"], p["line"], p["col"], p["code"]) for p in json.loads(proc.stdout)]
+    assert got == [
+        ("a_broken.py", 2, 19, "RA001"),  # characters: the '*' after 'é→', not its byte offset
+        ("b_latin1.py", 2, 6, "RA002"),  # the line, and the first bad byte counted in bytes
+        ("c_bad.py", 2, 23, "RA200"),
+        ("d_nul.py", 1, 1, "RA001"),
+    ]
+    messages = {p["path"]: p["message"] for p in json.loads(proc.stdout)}
+    assert messages["a_broken.py"] == "Python syntax error: invalid syntax"
+    assert messages["b_latin1.py"] == "the file is not UTF-8 (byte 0xe9)"
+
+
+def test_unreadable_file_and_folder_exit_2(tmp_path):
+    if os.name != "posix" or os.geteuid() == 0:
+        pytest.skip("needs a user that file permissions apply to")
+    (tmp_path / "secret.py").write_text("x = 1\n")
+    (tmp_path / "secret.py").chmod(0)
+    (tmp_path / "closed").mkdir(mode=0)
+    proc = run("check", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == "secret.py:1:1: RA002 cannot read the file: Permission denied\n"
+    assert "rearr check: ./closed: Permission denied" in proc.stderr
+
+
+def test_a_directory_that_cannot_be_read_is_reported_by_check_file():
+    [problem] = lint.check_file(str(FIXTURES))  # a folder is not a file
+    assert problem.code == "RA002" and problem.message.startswith("cannot read the file: ")
+
+
+def test_bom_and_line_ends(tmp_path):
+    # A BOM is not a column; CRLF and lone CR end lines for ast, and so for the reported lines.
+    body = ["import rearr", "", "rearr.rearrange(x, 'b c -> b d')"]
+    for name, data in {"bom.py": "\ufeff" + "\n".join(body), "crlf.py": "\r\n".join(body),
+                       "cr.py": "\r".join(body)}.items():
+        (tmp_path / name).write_bytes(data.encode("utf-8"))
+        assert [(p.line, p.col, p.code) for p in lint.check_file(str(tmp_path / name))] == [(3, 23, "RA200")], name
+
+
+# --- which files ----------------------------------------------------------------------------
+
+
+def test_folders_are_searched_in_sorted_order_skipping_tool_folders(tmp_path):
+    bad = "import rearr\nrearr.rearrange(x, 'b c -> c')\n"
+    for rel in ["z.py", "a.py", "sub/m.py", "sub/deeper/b.py", "A.py", "notes.txt", "script",
+                ".hidden/h.py", "venv/v.py", ".venv/v.py", "build/b.py", "dist/d.py", "pkg.egg-info/e.py",
+                "__pycache__/c.py", ".git/g.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(bad)
+    proc = run("check", ".", "script", cwd=tmp_path)
+    paths = [TEXT_LINE.match(line)["path"] for line in proc.stdout.splitlines()]
+    assert paths == ["A.py", "a.py", "sub/deeper/b.py", "sub/m.py", "z.py", "script"]
+    # Named explicitly, a file in a skipped folder is checked; named twice, it is checked once.
+    proc = run("check", "venv/v.py", "venv/v.py", cwd=tmp_path)
+    assert [TEXT_LINE.match(line)["path"] for line in proc.stdout.splitlines()] == ["venv/v.py"]
+
+
+def test_default_path_is_the_current_folder(tmp_path):
+    (tmp_path / "m.py").write_text("from rearr import repeat\nrepeat(x, 'h -> h c')\n")
+    proc = run("check", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("m.py:2:19: RA301 the new axis 'c' has no length")  # repeat(x, 'h -> h c')
+
+
+# --- what is found in the source ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("header, call", [
+    ("import rearr", "rearr.rearrange(x, 'b c -> c')"),
+    ("import rearr as r", "r.rearrange(x, 'b c -> c')"),
+    ("import rearr.api", "rearr.rearrange(x, 'b c -> c')"),  # `import a.b` binds a
+    ("from rearr import rearrange", "rearrange(x, 'b c -> c')"),
+    ("from rearr import rearrange as ra", "ra(x, 'b c -> c')"),
+    ("from rearr import (\n    rearrange,\n)", "rearrange(x, 'b c -> c')"),
+    ("from rearr import *", "rearrange(x, 'b c -> c')"),
+    ("def f():\n    from rearr import rearrange\n    return 1", "rearrange(x, 'b c -> c')"),
+    ("import rearr", "y = [rearr.rearrange(\n    x, 'b c -> c') for x in xs]"),
+    ("import rearr", "@decorate(rearr.rearrange(x, 'b c -> c'))\ndef f(): pass"),
+    ("import rearr", "class A:\n    def f(self):\n        if t:\n            return rearr.rearrange(x, 'b c -> c')"),
+])
+def test_import_forms(header, call):
+    source = f"{header}\n{call}\n"
+    line = source.splitlines().index(next(s for s in source.splitlines() if "'b c -> c'" in s)) + 1
+    col = source.splitlines()[line - 1].index("'b c -> c'") + 2  # the 'b', just inside the quote
+    assert check(source) == [(line, col, "RA200")]
+
+
+@pytest.mark.parametrize("source", [
+    "from rearr.api import rearrange\nrearrange(x, 'b c -> c')",  # a submodule: not one of the forms
+    "import rearr.api as api\napi.rearrange(x, 'b c -> c')",
+    "from . import rearrange\nrearrange(x, 'b c -> c')",  # relative: rearr's own code
+    "from rearr import rearrange\nfrom mine import rearrange\nrearrange(x, 'b c -> c')",  # rebound
+    "import rearr\nrearr = other\nrearr.explain('b c -> c')",  # explain is not checked
+    "import rearr\nrearr.rearrange(x, f'b c -> {c}')",  # an f-string
+    "import rearr\nrearr.rearrange(x, pattern)",
+    "import rearr\nrearr.rearrange(*args)",
+    "import rearr\nrearr.reduce(x, *rest)",
+    "import rearr\nx.rearrange(x, 'b c -> c')",  # a method of something else
+    "import rearrange\nrearrange.rearrange(x, 'b c -> c')",  # another package that starts alike
+    "# rearr is named only here\nrearrange(x, 'b c -> c')",
+    "import rearr\nrearr.rearrange(x, b'b c -> c')",  # bytes are not a pattern literal
+])
+def test_not_checked(source):
+    assert check(source) == []
+
+
+def test_positional_and_keyword_patterns_of_every_function():
+    source = "\n".join([
+        "import rearr",
+        "rearr.rearrange(x, pattern='b c -> c')",
+        "rearr.reduce(x, 'b c -> b c 2', 'sum')",
+        "rearr.reduce(x, pattern='b c -> b', reduction='avg')",
+        "rearr.repeat(x, 'h -> h c')",
+        "rearr.scatter(s, 'b k -> b n[i]', 'sum', i=idx, n=1.5, fill=0, into=None, check_bounds=False)",
+        "rearr.einsum(a, b, 'i j, j k -> i l')",
+        "rearr.einsum(*xs, 'i j -> l')",
+        "rearr.pack(xs, 'b c')",
+        "rearr.unpack(p, shapes, 'b * * c')",
+        "rearr.unpack(p, shapes, pattern='b c')",
+        "rearr.parse_shape(x, 'b * c')",
+        "rearr.einsum(a, 'i j -> i, j')",
+    ])
+    assert check(source) == at(
+        source, (2, "RA200", "b c -> c'"), (3, "RA203", "2'"), (4, "RA400", "'avg'"), (5, "RA301", "c'"),
+        (6, "RA305", "n[i]"), (7, "RA200", "l'"), (8, "RA200", "l'"), (9, "RA205", "')"), (10, "RA205", "* c'"),
+        (11, "RA205", "')"), (12, "RA205", "* c'"), (13, "RA206", "->"),
+    )
+
+
+def test_reduction_that_is_not_a_literal_is_accepted():
+    source = "\n".join([
+        "from rearr import reduce, scatter",
+        "reduce(x, 'b c -> b', fn)", "reduce(x, 'b c -> b', lambda t, axes: t)", "reduce(x, 'b c -> b', reduction=r)",
+        "reduce(x, 'b c -> b', **options)", "scatter(s, 'b k -> b n[i]', how, i=idx, n=4)",
+        "scatter(s, 'b k -> b n[i]', **options, i=idx, n=4)",
+        "reduce(x, 'b c -> b')",  # no reduction at all: the call would fail
+    ])
+    assert check(source) == at(source, (8, "RA400", "'b c -> b'"))  # the pattern: there is no reduction
+
+
+def test_literal_lengths_are_checked_and_variables_are_not():
+    source = "import rearr\n" + "\n".join(
+        f"rearr.rearrange(x, 'b (c h) -> b c h', h={value})" for value in ["4", "n", "-2", "+3", "'4'", "4.0", "True"]
+    )
+    assert check(source) == at(source, *[(line, "RA305", "h)") for line in (4, 6, 7, 8)])
+
+
+def test_index_keywords_are_not_lengths():
+    source = "import rearr\nrearr.rearrange(x, 'b n[idx] -> b', idx=[0, 1])\nrearr.rearrange(x, 'b n -> b', idx=i)\n"
+    assert check(source) == at(source, (3, "RA200", "n -> b"))
+
+
+def test_kwargs_silence_only_the_length_errors():
+    source = "\n".join([
+        "from rearr import rearrange, repeat",
+        "rearrange(x, 'b c -> c b', h=3)",
+        "rearrange(x, 'b c -> c b', h=3, **lengths)",
+        "repeat(x, 'b -> b n')",
+        "repeat(x, 'b -> b n', **lengths)",
+        "repeat(x, 'b -> b n n', **lengths)",
+        "rearrange(x, 'b (c h) -> b c h', h=-1, **lengths)",
+    ])
+    assert check(source) == at(source, (2, "RA300", "'b c"), (4, "RA301", "n'"), (6, "RA201", "n'"), (7, "RA305", "h)"))
+
+
+def test_implicit_concatenation_is_one_pattern_reported_at_its_start():
+    source = "import rearr\nrearr.rearrange(x, 'b c '\n                 '-> b c ?')\n"
+    [p] = lint.check_source(source, "t.py")
+    assert (p.line, p.col, p.end_line, p.end_col, p.code, p.pattern) == (2, 20, 3, 28, "RA103", "b c -> b c ?")
+
+
+@pytest.mark.parametrize("before", ["", "é = 1; ", "s = '→→'; ", "# nothing\nt = 'ü'; ", "x = '\\u00e9'; ", "x = 1;\t"])
+@pytest.mark.parametrize("literal", ["'b c -> b c ?'", '"b c -> b c ?"', "r'b c -> b c ?'", "'''b c -> b c ?'''",
+                                     "U'b c -> b c ?'", "('b c -> b c ?')"])
+def test_columns_count_characters_up_to_the_faulty_one(before, literal):
+    source = f"from rearr import rearrange\n{before}rearrange(x, {literal})\n"
+    line = source.splitlines()[-1]
+    [p] = lint.check_source(source, "t.py")
+    assert (p.line, p.col, p.end_col, p.code) == (len(source.splitlines()), line.index("?") + 1, line.index("?") + 2,
+                                                  "RA103")
+
+
+@pytest.mark.parametrize("literal", ["'b c -> b c \\x3f'", "'b c -> b\\tc ?'", "'b c ' '-> b c ?'",
+                                     "'b c ' r'-> b c ?'"])
+def test_literals_that_do_not_map_onto_the_source_are_reported_at_their_start(literal):
+    source = f"from rearr import rearrange\né = '→'; rearrange(x, {literal})\n"
+    line = source.splitlines()[1]
+    [p] = lint.check_source(source, "t.py")
+    start = line.index(literal) + 1
+    assert (p.line, p.col, p.code) == (2, start, "RA103")
+
+
+def test_einops_calls_need_the_flag():
+    source = "import einops\nfrom einops import reduce as r\neinops.rearrange(x, 'b c -> c')\nr(x, 'b c -> b', 'avg')\n"
+    assert check(source) == []
+    assert check(source, einops=True) == at(source, (3, "RA200", "b c -> c"), (4, "RA400", "'avg'"))
+    # einops has no scatter, and explain is nobody's
+    assert check("import einops\neinops.scatter(x, 'b k -> b n[i]', 'avg')\n", einops=True) == []
+
+
+def test_findings_are_sorted_and_carry_the_pattern():
+    source = "import rearr\nb = rearr.repeat(x, 'a -> a c'); a = rearr.rearrange(x, 'a b -> a')\n"
+    problems = lint.check_source(source, "t.py")
+    assert [(p.line, p.col, p.code) for p in problems] == at(source, (2, "RA301", "c'"), (2, "RA200", "b -> a"))
+    assert [p.pattern for p in problems] == ["a -> a c", "a b -> a"]
+
+
+def random_pattern(rng: random.Random) -> str:
+    """Mostly well-formed patterns (so that the checks after parsing run), now and then a stray token."""
+    items = ["a", "b", "c", "(a b)", "(b 2)", "...", "*", "_", "1", "2", "()", "n[idx]", "n[idx: a]", "é", "a_"]
+
+    def side() -> str:
+        return ", ".join(" ".join(rng.choices(items, k=rng.randint(0, 3))) for _ in range(rng.choice([1, 1, 2])))
+
+    text = side() + (f" -> {side()}" if rng.random() < 0.8 else "")
+    if rng.random() < 0.2:
+        at = rng.randint(0, len(text))
+        text = text[:at] + rng.choice(["(", ")", "[", "]", ":", "->", ",", ".", "-", "?"]) + text[at:]
+    return text
+
+
+def test_any_pattern_gives_findings_never_a_crash():
+    # Seeded random patterns for every function: each call is valid or has one finding with a
+    # documented code (this finds einsum's 'a -> b, c', which crashed the validator once).
+    rng = random.Random(4)
+    for _ in range(2000):
+        pattern, op = random_pattern(rng), rng.choice(list(lint.SIGNATURES))
+        args = {"einsum": "a, b, ", "unpack": "p, shapes, "}.get(op, "x, ")
+        extra = {"reduce": ", 'sum'", "scatter": ", 'sum', a=2"}.get(op, ", idx=i")
+        problems = lint.check_source(f"import rearr\nrearr.{op}({args}{pattern!r}{extra})\n")
+        assert len(problems) <= 1 and all(p.code in CODES and p.line == 2 for p in problems), (op, pattern)
+
+
+def test_validator_is_the_librarys_own():
+    # The checker reports exactly what the library raises for the same call.
+    from rearr.recipe import validate
+
+    err = validate("b c -> b d", "rearrange")
+    assert isinstance(err, RearrError)
+    [p] = lint.check_source("import rearr\nrearr.rearrange(x, 'b c -> b d')\n")
+    assert (p.code, p.message, p.hint) == (err.code, err.message, err.hint)
+
+
+# --- what is imported -----------------------------------------------------------------------
+
+
+def test_check_does_not_import_torch_or_einops():
+    code = ("import sys; from rearr.cli import main; rc = main(['check', '--einops', 'tests/fixtures/check']); "
+            "print(rc, sorted(m for m in ('torch', 'einops', 'numpy.random') if m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.splitlines()[-1] == "1 []", proc.stderr
+
+
+def test_lint_imports_only_the_standard_library_recipe_and_errors():
+    tree = ast.parse((REPO / "rearr" / "lint.py").read_text(encoding="utf-8"))
+    modules = {(n.level, n.module) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    modules |= {(0, a.name) for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert {m for level, m in modules if level} == {"errors", "recipe"}
+    assert {m for level, m in modules if not level} <= {"__future__", "ast", "re", "warnings", "bisect",
+                                                       "collections.abc", "dataclasses"}
+
+
+# --- the rest of the command line -----------------------------------------------------------
+
+
+def test_version():
+    import tomllib
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    proc = run("--version")
+    assert (proc.returncode, proc.stdout) == (0, f"rearr {version}\n")
+
+
+def test_main_returns_the_exit_code_of_bad_usage(capsys):
+    assert cli.main(["check", "--format", "yaml"]) == 2
+    assert "invalid choice: 'yaml'" in capsys.readouterr().err
+    assert cli.main(["--help"]) == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--shape", "2,x"], "argument --shape: '2,x' is not a shape"),
+    (["--shape", "2,,3"], "argument --shape: '2,,3' is not a shape"),
+    (["--shape", "-2"], "argument --shape: '-2' is not a shape"),
+    (["--shape", "2,5", "-l", "h"], "argument -l/--length: 'h' is not a length"),
+    (["--shape", "2,5", "-l", "h=x"], "argument -l/--length: 'h=x' is not a length"),
+    (["--shape", "2,5", "-l", "2=4"], "argument -l/--length: '2=4' is not a length"),
+    (["--shape", "2,5", "--op", "einsum"], "argument --op: invalid choice: 'einsum'"),
+    ([], "the following arguments are required: --shape"),
+])
+def test_explain_argument_errors(args, message):
+    proc = run("explain", "b c -> c b", *args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"rearr explain: error: {message}" in proc.stderr
+
+
+def test_explain_passes_its_arguments_through(monkeypatch, capsys):
+    calls = []
+
+    def fake_explain(pattern, *shapes, **kwargs):
+        calls.append((pattern, shapes, kwargs))
+        return "EXPLAINED"
+
+    # rearr.explain is also the name of the function, in rearr/__init__.py: patch the module's attribute.
+    monkeypatch.setattr(sys.modules["rearr.explain"], "explain", fake_explain)
+    argv = ["explain", "b n[idx] -> b", "--shape", "2, 5", "--op", "reduce", "--reduction", "max",
+            "--backend", "numpy", "-l", "k=3", "--length", "idx=2,3", "--show"]
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().out == "EXPLAINED\n"
+    assert calls == [("b n[idx] -> b", ((2, 5),),
+                      {"op": "reduce", "reduction": "max", "show": True, "backend": "numpy", "k": 3, "idx": (2, 3)})]
+    calls.clear()
+    assert cli.main(["explain", "a -> a", "--shape", ""]) == 0  # a scalar's shape; the backend is explain's default
+    assert calls == [("a -> a", ((),), {"op": "rearrange", "reduction": None, "show": False})]
+
+
+def test_explain_prints_a_rearr_error_and_exits_1():
+    proc = run("explain", "c b h -> b (c h) q", "--shape", "2,5,32")
+    assert proc.returncode == 1 and proc.stdout == ""
+    first, pattern_line, caret = proc.stderr.splitlines()[:3]
+    assert first == "rearr explain: RA200: axis 'q' appears only on the output side of rearrange"
+    assert caret.index("^") == pattern_line.index("q")
+
+
+def test_explain_prints_the_explanation():
+    proc = run("explain", "c b h -> b (c h)", "--shape", "2,5,32")
+    assert proc.returncode == 0, proc.stderr
+    assert "(2, 5, 32) -> (5, 64)" in proc.stdout
+
+
+# --- the files that ship with the checker ---------------------------------------------------
+
+
+def test_pre_commit_hooks():
+    text = (REPO / ".pre-commit-hooks.yaml").read_text()
+    hooks = {}
+    for block in text.split("- id: ")[1:]:
+        hook_id, *rest = block.splitlines()
+        hooks[hook_id] = dict(line.strip().split(": ", 1) for line in rest if ": " in line)
+    assert {k: (v["entry"], v["language"], v["types"]) for k, v in hooks.items()} == {
+        "rearr-check": ("rearr check", "python", "[python]"),
+        "rearr-check-einops": ("rearr check --einops", "python", "[python]"),
+    }
+
+
+def test_docs_list_every_code_with_its_meaning():
+    text = (REPO / "docs" / "check.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(RA\d{3})` \| (.+) \|$", text, flags=re.M))
+    assert rows == CODES
