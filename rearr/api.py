@@ -98,40 +98,17 @@ def _uncached(op, pattern, reduction, backend, shape, kwargs):
 
 def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds):
     if not isinstance(pattern, str):
-        recipe.parse(pattern)  # raises the RearrError for a non-string pattern
-    names = index_names(pattern)
-    env: dict[str, Any] = {"text": pattern, "fill": fill}
-    keywords = []
-    for name, value in kwargs.items():
-        if name in names:
-            value = env[name] = backend.convert_index(value, x, name, pattern)
-            keywords.append((name, value.shape))
-        else:
-            if value.__class__ is not int:
-                value = _length(op, pattern, reduction, kwargs, name, value)
-            keywords.append((name, value))
+        recipe.parse(pattern)  # raises the RearrError that says so
     into_shape = None
     if into is not None:
-        if backend_for(into) is not backend:
-            raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
-                             hint="convert one of them")
-        if into.dtype != x.dtype or getattr(into, "device", None) != getattr(x, "device", None):
-            raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
-                             f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
-                             hint="convert one of them, so that the result's dtype is not a guess")
-        env["into"] = into
+        _check_into(into, x, backend)
         into_shape = tuple(into.shape)
-    try:
-        uses, calls = _indexed(op, pattern, reduction, backend, x.shape, tuple(keywords), into_shape)
-    except TypeError:  # an unhashable length value
-        for name, value in keywords:
-            if name not in names:
-                recipe.check_length_value(recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs))),
-                                          name, value)
-        raise
+    uses, calls = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
+    env: dict[str, Any] = {"text": pattern, "fill": fill, "into": into}
+    for use in uses:
+        t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
+        env[use.name] = backend.check_index(t, use, pattern) if check_bounds else t
     if check_bounds:
-        for use in uses:
-            env[use.name] = backend.check_index(env[use.name], use, pattern)
         for f in calls:
             x = f(x, env)
         return x
@@ -143,6 +120,42 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
                          hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                          "to find the bad one") from None
     return x
+
+
+def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, tuple]:
+    """The cached plan of an indexed call: keyed on the index tensors' shapes and the int lengths."""
+    tensor = backend.TENSOR
+    key = []
+    for name, value in kwargs.items():
+        kind = value.__class__
+        if kind is tensor:
+            key.append((name, value.shape))
+        elif kind is int:
+            key.append((name, value))
+        else:
+            break  # a list index, a numpy int length, a bad value: the careful path below
+    else:
+        return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+    names = index_names(pattern)
+    key = []
+    for name, value in kwargs.items():
+        if name in names:
+            key.append((name, backend.convert_index(value, x, name, pattern).shape))
+        else:
+            if value.__class__ is not int:
+                value = _length(op, pattern, reduction, kwargs, name, value)
+            key.append((name, value))
+    return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+
+
+def _check_into(into: Any, x: Any, backend: Any) -> None:
+    if backend_for(into) is not backend:
+        raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
+                         hint="convert one of them")
+    if into.dtype != x.dtype or getattr(into, "device", None) != getattr(x, "device", None):
+        raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
+                         f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
+                         hint="convert one of them, so that the result's dtype is not a guess")
 
 
 def _shape_of(tensor: Any) -> object:

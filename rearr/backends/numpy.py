@@ -24,6 +24,7 @@ from . import _common
 from . import compile_plan as _compile
 
 name = "numpy"
+TENSOR = np.ndarray
 
 
 def accepts(x: object) -> bool:

@@ -24,6 +24,7 @@ from . import _common
 from . import compile_plan as _compile
 
 name = "torch"
+TENSOR = torch.Tensor
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
