@@ -13,9 +13,6 @@ from .errors import RearrError
 
 Tensor = TypeVar("Tensor")
 
-_SCATTER_OPTIONS = ("fill", "into", "check_bounds")
-
-
 @lru_cache(maxsize=1024)
 def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
     """(op, pattern, shape, lengths, backend) -> the plan's native calls: the hot path's one look-up."""

@@ -8,7 +8,7 @@ a tensor: only shapes, so plans are cached on (pattern, shapes, lengths).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import RearrError
 from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value
@@ -144,7 +144,6 @@ class Plan:
     scatters: tuple[IndexSpec, ...] = ()
     reduction: object = None
     into_shape: tuple[int, ...] | None = None
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def is_view(self) -> bool:

@@ -46,6 +46,16 @@ def duplicate_under_set(name: str, text: str) -> RearrError:
     )
 
 
+def arranged_into(env: dict, calls: tuple) -> object | None:
+    """into= (never modified) brought to the scatter's layout by the plan's steps, or None."""
+    into = env.get("into")
+    if into is None:
+        return None
+    for f in calls:
+        into = f(into, env)
+    return into
+
+
 def identity_perm(perm: tuple[int, ...]) -> bool:
     return perm == tuple(range(len(perm)))
 

@@ -206,15 +206,6 @@ def _scatter_flat(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
     return out
 
 
-def _into(env: dict, calls) -> np.ndarray | None:
-    into = env.get("into")
-    if into is None:
-        return None
-    for f in calls:
-        into = f(into, env)
-    return into
-
-
 def scatterrows(step: ScatterRows):
     reduction, rows, coords, space = step.reduction, step.rows, step.coords, step.space
     into_calls = _compile(step.into, sys.modules[__name__])
@@ -222,7 +213,7 @@ def scatterrows(step: ScatterRows):
 
     def run(x, env):
         flat = _flat(coords, space, env)
-        return _scatter_flat(reduction, x, flat, rows, _into(env, into_calls), env, names)
+        return _scatter_flat(reduction, x, flat, rows, _common.arranged_into(env, into_calls), env, names)
 
     return run
 
@@ -237,7 +228,7 @@ def scatteralong(step: ScatterAlong):
         grids = [np.arange(n).reshape([n if k == d else 1 for k in range(len(shape))]) for d, n in enumerate(shape)]
         grids[dim] = idx
         flat = np.ravel_multi_index(np.broadcast_arrays(*grids), shape).reshape(-1)
-        base = _into(env, into_calls)
+        base = _common.arranged_into(env, into_calls)
         base = None if base is None else base.reshape(-1, 1)
         out = _scatter_flat(reduction, x.reshape(-1, 1), flat, int(np.prod(shape)), base, env, coord.index or "")
         return out.reshape(shape)

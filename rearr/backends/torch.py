@@ -190,15 +190,6 @@ def _contiguous(fn):
     return lambda env, x: fn(env, x).contiguous()
 
 
-def _base(env: dict, into_calls, shape, x: torch.Tensor) -> torch.Tensor | None:
-    into = env.get("into")
-    if into is None:
-        return None
-    for f in into_calls:
-        into = f(into, env)
-    return into
-
-
 def _check_unique(flat: torch.Tensor, name: str, text: str) -> None:
     if flat.numel() > 1 and flat.device.type != "meta":
         s = flat.sort().values
@@ -218,7 +209,7 @@ def scatterrows(step: ScatterRows):
         if reduction == "mean" and not is_float(x):
             raise _common.mean_of_integers(x.dtype)
         flat = flat_fn(env, x)
-        base = _base(env, into_calls, (rows, x.shape[1]), x)
+        base = _common.arranged_into(env, into_calls)
         fill = env.get("fill", 0)
         width = x.shape[1]
         if reduction == "set":
@@ -256,7 +247,7 @@ def scatteralong(step: ScatterAlong):
         idx = coord(env, x)
         if expand:
             idx = idx.expand(src_shape)
-        base = _base(env, into_calls, shape, x)
+        base = _common.arranged_into(env, into_calls)
         if reduction == "set":
             _check_unique_along(idx, dim, name, env["text"])
             if base is None:
