@@ -22,7 +22,7 @@ the time per call, in microseconds. The clock is
 the thread's CPU time (time.thread_time: user + system, page faults included),
 so that time spent descheduled on a busy shared machine is not counted;
 --clock wall uses time.perf_counter instead. glibc's malloc is put in one
-regime for all variants (see pin_malloc): by default large buffers reuse warm
+regime for all variants (see _harness.pin_malloc): by default large buffers reuse warm
 heap pages (--malloc fresh: fresh mmapped pages every call). The loop's own
 cost (calling an empty lambda) is printed once; it is included in every figure.
 
@@ -36,14 +36,11 @@ benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import os
 import platform
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+import _harness  # benchmarks/_harness.py: the clock, interleaved rounds, malloc pinning
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
@@ -54,31 +51,6 @@ import torch  # noqa: E402
 import rearr  # noqa: E402
 
 torch.set_num_threads(1)
-
-
-def pin_malloc(mode: str = "warm") -> str:
-    """Give every variant the same memory regime from glibc's malloc.
-
-    Left alone, glibc's dynamic mmap threshold lets one variant reuse heap pages
-    that an earlier variant warmed while another gets fresh, page-faulting
-    pages: large timings moved by up to 2x with the order of the variants.
-    warm (default): never mmap, never trim, so every large buffer reuses warm
-    heap pages, as in the steady state of a hot loop; fresh: mmap every block
-    >= 128 KiB and unmap it on free, so every large buffer is fresh pages
-    (page faults, the kernel zeroing them) on every call.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return "malloc: not glibc, left as is"
-    m_trim_threshold, m_mmap_threshold, m_mmap_max = -1, -3, -4
-    if mode == "warm":
-        ok = libc.mallopt(m_mmap_max, 0) and libc.mallopt(m_trim_threshold, 1 << 30)
-        what = "warm: no mmap, no trim, large buffers reuse warm heap pages"
-    else:
-        ok = libc.mallopt(m_mmap_threshold, 128 * 1024) and libc.mallopt(m_trim_threshold, 128 * 1024)
-        what = "fresh: blocks >= 128 KiB mmapped and unmapped on free, fresh pages every call"
-    return f"malloc: glibc, {what}" if ok else "malloc: mallopt refused, left as is"
 
 TINY = "tiny"
 LARGE = "large"
@@ -125,40 +97,6 @@ def to_numpy(r):
     return r.numpy() if isinstance(r, torch.Tensor) else np.asarray(r)
 
 
-# The clock: this thread's CPU time (user + system, page faults included) by
-# default, so that time spent descheduled on a shared machine is not counted;
-# --clock wall for time.perf_counter. One torch thread, so all the work is on it.
-CLOCK = [time.thread_time]
-
-
-def calibrate(fn, target_s: float) -> int:
-    """Calls per round so that a round takes about target_s."""
-    n = 1
-    while True:
-        t0 = CLOCK[0]()
-        for _ in range(n):
-            fn()
-        dt = CLOCK[0]() - t0
-        if dt >= target_s / 4 or n >= 1 << 20:
-            return max(1, int(n * target_s / max(dt, 1e-9)))
-        n *= 4
-
-
-def interleaved(fns: dict, rounds: int, target_s: float) -> dict[str, float]:
-    """Median seconds per call of each fn, rounds alternating forward / reversed order."""
-    names = list(fns)
-    reps = {k: calibrate(fns[k], target_s) for k in names}
-    samples: dict[str, list[float]] = {k: [] for k in names}
-    for r in range(rounds):
-        for k in (names if r % 2 == 0 else names[::-1]):
-            f, n = fns[k], reps[k]
-            t0 = CLOCK[0]()
-            for _ in range(n):
-                f()
-            samples[k].append((CLOCK[0]() - t0) / n)
-    return {k: statistics.median(v) for k, v in samples.items()}
-
-
 def run_case(case, size: str, lib: str, rounds: int) -> dict:
     name, op, pattern, sizes, reduction, hand_t, hand_n = case
     shape, lengths = sizes[size]
@@ -183,23 +121,9 @@ def run_case(case, size: str, lib: str, rounds: int) -> dict:
                                    err_msg=f"{name} {size} {lib}: {label} differs from the hand-written result")
         views[label] = is_view(out, x)
     target = 0.01 if size == TINY else 0.03
-    med = interleaved({"rearr": ours, "einops": theirs, "hand": by_hand}, rounds, target)
+    med = _harness.interleaved({"rearr": ours, "einops": theirs, "hand": by_hand}, rounds, target)
     return {"case": name, "pattern": pattern, "size": size, "lib": lib, "shape": shape, **med,
             "views": views}
-
-
-def tree_state() -> str:
-    """The commit measured, and whether rearr/ differs from it (others edit it while we measure)."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "rearr"],
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-        dirty = [line[3:] for line in dirty if line.strip()]
-    except (OSError, subprocess.CalledProcessError):
-        return "rearr: not a git checkout"
-    return f"rearr at commit {head}" + (f", with uncommitted changes in {', '.join(dirty)}" if dirty else "")
 
 
 def fmt_us(s: float) -> str:
@@ -212,24 +136,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None, help="rounds per case (default 15 tiny, 9 large)")
     parser.add_argument("--backend", choices=("torch", "numpy", "both"), default="both")
     parser.add_argument("--size", choices=(TINY, LARGE, "both"), default="both")
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                        help="cpu: this thread's CPU time (default; robust on a shared machine); wall: perf_counter")
-    parser.add_argument("--malloc", choices=("warm", "fresh"), default="warm",
-                        help="glibc regime for large buffers: warm heap pages (default) or fresh mmapped pages")
+    _harness.add_options(parser)
     args = parser.parse_args()
-    CLOCK[0] = time.thread_time if args.clock == "cpu" else time.perf_counter
 
     libs = ("torch", "numpy") if args.backend == "both" else (args.backend,)
     sizes = (TINY, LARGE) if args.size == "both" else (args.size,)
     print(f"python {platform.python_version()}, torch {torch.__version__} "
           f"(torch.set_num_threads(1): {torch.get_num_threads()} thread), numpy {np.__version__}, "
-          f"einops {einops.__version__}, {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M')}")
-    print(tree_state())
-    print(pin_malloc(args.malloc))
-    print("clock: " + ("this thread's CPU time (time.thread_time)" if args.clock == "cpu" else "wall (perf_counter)"))
+          f"einops {einops.__version__}, {platform.machine()}, {_harness.machine_state()}")
+    _harness.setup(args.clock, args.malloc)
     empty = lambda: None  # noqa: E731
-    floor = interleaved({"empty": empty}, 5, 0.01)["empty"]
+    floor = _harness.interleaved({"empty": empty}, 5, 0.01)["empty"]
     print(f"loop floor (calling an empty lambda, included in every figure): {floor * 1e6:.3f} us")
     print("figures: median us per call; view: V = result shares the input's memory, C = a copy "
           "(rearr/einops/hand)\n")
@@ -251,7 +168,7 @@ def main() -> int:
                       f"{fmt_us(row['rearr'])} {fmt_us(row['einops'])} {fmt_us(row['hand'])} "
                       f"{row['rearr'] / row['einops']:8.2f} {row['rearr'] / row['hand']:7.2f} {view}{flag}",
                       flush=True)
-    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+    print(f"\nload average at the end: {_harness.load_average()}")
     return 0
 
 

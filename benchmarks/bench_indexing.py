@@ -23,7 +23,7 @@ the median over rounds (default: 9 large, 15 tiny; at least 6). The clock
 is the thread's CPU time (time.thread_time: user + system, page faults
 included), so that time spent descheduled on a busy shared machine is not
 counted; --clock wall uses time.perf_counter. glibc's malloc is put in one
-regime for all variants (see pin_malloc): by default large buffers reuse warm
+regime for all variants (see _harness.pin_malloc): by default large buffers reuse warm
 heap pages, as in a hot loop's steady state (--malloc fresh: fresh mmapped,
 page-faulting pages on every call, which adds the same few ms to every
 variant).
@@ -55,21 +55,19 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import ctypes
 import gc
 import json
 import os
 import platform
 import pstats
 import re
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run from a checkout
+import _harness  # benchmarks/_harness.py: the clock, interleaved rounds, malloc pinning
+
+sys.path.insert(0, str(_harness.ROOT))  # run from a checkout
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -77,31 +75,6 @@ import torch  # noqa: E402
 import rearr  # noqa: E402
 
 torch.set_num_threads(1)
-
-
-def pin_malloc(mode: str = "warm") -> str:
-    """Give every variant the same memory regime from glibc's malloc.
-
-    Left alone, glibc's dynamic mmap threshold lets one variant reuse heap pages
-    that an earlier variant warmed while another gets fresh, page-faulting
-    pages: large timings moved by up to 2x with the order of the variants.
-    warm (default): never mmap, never trim, so every large buffer reuses warm
-    heap pages, as in the steady state of a hot loop; fresh: mmap every block
-    >= 128 KiB and unmap it on free, so every large buffer is fresh pages
-    (page faults, the kernel zeroing them) on every call.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return "malloc: not glibc, left as is"
-    m_trim_threshold, m_mmap_threshold, m_mmap_max = -1, -3, -4
-    if mode == "warm":
-        ok = libc.mallopt(m_mmap_max, 0) and libc.mallopt(m_trim_threshold, 1 << 30)
-        what = "warm: no mmap, no trim, large buffers reuse warm heap pages"
-    else:
-        ok = libc.mallopt(m_mmap_threshold, 128 * 1024) and libc.mallopt(m_trim_threshold, 128 * 1024)
-        what = "fresh: blocks >= 128 KiB mmapped and unmapped on free, fresh pages every call"
-    return f"malloc: glibc, {what}" if ok else "malloc: mallopt refused, left as is"
 
 SIZES = {"large": (64, 4096, 64, 1024), "tiny": (2, 8, 4, 3)}  # B, N, C, K
 GATHER = "b n[idx: b k] c -> b k c"
@@ -214,39 +187,6 @@ def check(lib: str, kind: str, size: str, fns: dict) -> None:
             np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5, err_msg=f"{lib} {kind} {size}: {name}")
 
 
-# The clock: this thread's CPU time (user + system, page faults included) by
-# default, so that time spent descheduled on a shared machine is not counted;
-# --clock wall for time.perf_counter. One torch thread, so all the work is on it.
-CLOCK = [time.thread_time]
-
-
-def calibrate(fn, target_s: float) -> int:
-    n = 1
-    while True:
-        t0 = CLOCK[0]()
-        for _ in range(n):
-            fn()
-        dt = CLOCK[0]() - t0
-        if dt >= target_s / 4 or n >= 1 << 20:
-            return max(1, round(n * target_s / max(dt, 1e-9)))
-        n *= 4
-
-
-def interleaved(fns: dict, rounds: int, target_s: float) -> dict[str, float]:
-    """Median seconds per call of each fn over rounds in alternating order."""
-    names = list(fns)
-    reps = {k: calibrate(fns[k], target_s) for k in names}
-    samples: dict[str, list[float]] = {k: [] for k in names}
-    for r in range(rounds):
-        for k in (names if r % 2 == 0 else names[::-1]):
-            f, n = fns[k], reps[k]
-            t0 = CLOCK[0]()
-            for _ in range(n):
-                f()
-            samples[k].append((CLOCK[0]() - t0) / n)
-    return {k: statistics.median(v) for k, v in samples.items()}
-
-
 # --- peak memory in a fresh process ------------------------------------------------------
 
 
@@ -285,19 +225,6 @@ def peak_memory(lib: str, kind: str, size: str, name: str) -> dict:
 # --- report ----------------------------------------------------------------------------
 
 
-def tree_state() -> str:
-    """The commit measured, and whether rearr/ differs from it (others edit it while we measure)."""
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "rearr"],
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-        dirty = [line[3:] for line in dirty if line.strip()]
-    except (OSError, subprocess.CalledProcessError):
-        return "rearr: not a git checkout"
-    return f"rearr at commit {head}" + (f", with uncommitted changes in {', '.join(dirty)}" if dirty else "")
-
-
 def fmt_time(s: float) -> str:
     return f"{s * 1e3:9.2f} ms" if s >= 1e-3 else f"{s * 1e6:9.2f} us"
 
@@ -306,7 +233,7 @@ def table(lib: str, kind: str, size: str, rounds: int, memory: bool) -> dict:
     fns = variants(lib, kind, size)
     check(lib, kind, size, fns)
     target = 0.04 if size == "tiny" else 0.05
-    med = interleaved(fns, rounds, target)
+    med = _harness.interleaved(fns, rounds, target)
     hand = {k: v for k, v in med.items() if not k.startswith("rearr")}
     fastest = min(hand, key=hand.get)
     obvious = OBVIOUS[kind] if lib == "torch" else next(iter(hand))
@@ -350,6 +277,12 @@ def profile_tiny() -> None:
             pstats.Stats(prof).sort_stats("tottime").print_stats(14)
 
 
+def goal(met: bool, text: str) -> bool:
+    """Print one of issue 3's goals as '[met] text' or '[MISSED] text'; return met."""
+    print(f"  [{'met' if met else 'MISSED'}] {text}")
+    return met
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9, help="rounds for the large tables (>= 6)")
@@ -358,22 +291,16 @@ def main() -> int:
     parser.add_argument("--no-numpy", action="store_true", help="skip the numpy tables (information only)")
     parser.add_argument("--profile", action="store_true", help="cProfile rearr's tiny calls at the end")
     parser.add_argument("--mem-child", help=argparse.SUPPRESS)
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                        help="cpu: this thread's CPU time (default; robust on a shared machine); wall: perf_counter")
-    parser.add_argument("--malloc", choices=("warm", "fresh"), default="warm",
-                        help="glibc regime for large buffers: warm heap pages (default) or fresh mmapped pages")
+    _harness.add_options(parser)
     args = parser.parse_args()
-    CLOCK[0] = time.thread_time if args.clock == "cpu" else time.perf_counter
     if args.mem_child:
         mem_child(*json.loads(args.mem_child))
         return 0
 
     print(f"python {platform.python_version()}, torch {torch.__version__} on CPU, "
           f"torch.set_num_threads(1) -> {torch.get_num_threads()} thread, numpy {np.__version__}, float32; "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M')}")
-    print(tree_state())
-    print(pin_malloc(args.malloc))
-    print("clock: " + ("this thread's CPU time (time.thread_time)" if args.clock == "cpu" else "wall (perf_counter)"))
+          f"{_harness.machine_state()}")
+    _harness.setup(args.clock, args.malloc)
     results = {}
     for kind in ("gather", "scatter"):
         results[("torch", kind, "large")] = table("torch", kind, "large", args.rounds, not args.no_memory)
@@ -390,26 +317,20 @@ def main() -> int:
         r = results[("torch", kind, "large")]
         t = r["time"]
         ratio = t[REARR_ON] / t[r["fastest"]]
-        met = ratio <= 1.1
-        ok &= met
-        print(f"  [{'met' if met else 'MISSED'}] large {kind}: rearr {ratio:.2f}x the fastest "
-              f"({r['fastest']}), goal <= 1.10x; {t[r['obvious']] / t[REARR_ON]:.1f}x ahead of {r['obvious']}")
+        ok &= goal(ratio <= 1.1, f"large {kind}: rearr {ratio:.2f}x the fastest ({r['fastest']}), goal <= 1.10x; "
+                                 f"{t[r['obvious']] / t[REARR_ON]:.1f}x ahead of {r['obvious']}")
         if r["mem"]:
             mine, base = r["mem"][REARR_ON]["peak"], r["mem"][r["obvious"]]["peak"]
-            met = mine <= base * 1.02 + 2**20  # 2 % + 1 MB: page-granular noise
-            ok &= met
-            print(f"  [{'met' if met else 'MISSED'}] large {kind} peak memory: rearr {mine / 2**20:.1f} MB, "
-                  f"expand version {base / 2**20:.1f} MB")
+            ok &= goal(mine <= base * 1.02 + 2**20,  # 2 % + 1 MB: page-granular noise
+                       f"large {kind} peak memory: rearr {mine / 2**20:.1f} MB, expand version {base / 2**20:.1f} MB")
     for kind in ("gather", "scatter"):
         r = results[("torch", kind, "tiny")]
         t = r["time"]
         ratio = t[REARR_OFF] / t[r["obvious"]]
-        met = ratio <= 1.5
-        ok &= met
-        print(f"  [{'met' if met else 'MISSED'}] tiny {kind}: rearr check_bounds=False {t[REARR_OFF] * 1e6:.1f} us"
-              f" = {ratio:.2f}x {r['obvious']} ({t[r['obvious']] * 1e6:.1f} us), goal <= 1.50x; the bounds "
-              f"check adds {(t[REARR_ON] - t[REARR_OFF]) * 1e6:.1f} us")
-    print(f"  load average at the end: {os.getloadavg()[0]:.2f}")
+        ok &= goal(ratio <= 1.5, f"tiny {kind}: rearr check_bounds=False {t[REARR_OFF] * 1e6:.1f} us = {ratio:.2f}x "
+                                 f"{r['obvious']} ({t[r['obvious']] * 1e6:.1f} us), goal <= 1.50x; the bounds check "
+                                 f"adds {(t[REARR_ON] - t[REARR_OFF]) * 1e6:.1f} us")
+    print(f"  load average at the end: {_harness.load_average()}")
     if args.profile:
         profile_tiny()
     return 0 if ok else 1
