@@ -143,9 +143,9 @@ def _coord(c: Coord):
     def coord(env, x):
         t = env[name]
         if permute:
-            t = t.permute(perm)
+            t = t.permute(*perm)
         if view:
-            t = t.reshape(shape)
+            t = t.reshape(*shape) if shape else t.reshape(())
         return t * stride if stride != 1 else t
 
     return coord
@@ -175,7 +175,7 @@ def gatheralong(step: GatherAlong):
     coord = _coord(step.coord)
     if step.coord.shape == shape:
         return lambda x, env: torch.gather(x, dim, coord(env, x))
-    return lambda x, env: torch.gather(x, dim, coord(env, x).expand(shape))
+    return lambda x, env: torch.gather(x, dim, coord(env, x).expand(*shape))
 
 
 def advancedindex(step: AdvancedIndex):
@@ -246,7 +246,7 @@ def scatteralong(step: ScatterAlong):
             raise _common.mean_of_integers(x.dtype)
         idx = coord(env, x)
         if expand:
-            idx = idx.expand(src_shape)
+            idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
         if reduction == "set":
             _check_unique_along(idx, dim, name, env["text"])
@@ -256,7 +256,7 @@ def scatteralong(step: ScatterAlong):
         if base is not None:
             return base.scatter_reduce(dim, idx, x, native, include_self=True)
         if reduction == "sum" and env["fill"] == 0:  # the hand-written scatter_add_, on a fresh tensor
-            return x.new_zeros(shape).scatter_add_(dim, idx, x)
+            return x.new_zeros(*shape).scatter_add_(dim, idx, x)
         return x.new_full(shape, env["fill"]).scatter_reduce_(dim, idx, x, native, include_self=False)
 
     return run
