@@ -49,10 +49,11 @@ def _tensor_and_backend(tensor: Any):
                              hint="pass at least one tensor")
         backend = backend_for(tensor[0])
         shapes = {tuple(t.shape) for t in tensor if backend.accepts(t)}
-        if len(shapes) != 1 or not all(backend.accepts(t) for t in tensor):
-            raise RearrError("a list input must hold tensors of one kind and one shape",
+        devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
+        if len(shapes) != 1 or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
+            raise RearrError("a list input must hold tensors of one library, shape and device",
                              code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
-                             hint="stack only equal-shaped tensors of the same library")
+                             hint="stack only equal-shaped tensors of the same kind")
         return backend.stack(tensor), backend
     return tensor, backend_for(tensor)
 
@@ -132,7 +133,10 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
         else:
             break  # a list index, a numpy int length, a bad value: the careful path below
     else:
-        return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+        try:
+            return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+        except TypeError:  # an int where an index belongs: the careful path converts it
+            pass
     names = index_names(pattern)
     key = []
     for name, value in kwargs.items():

@@ -354,6 +354,8 @@ def _why(step: Step, before: _State, after: _State, length: dict[str, int]) -> s
         return "view: " + ("; ".join(what) or unit)
     if isinstance(step, Reduce):
         names = [n for a in step.axes for n in (before.names or ((),) * len(before.shape))[a]]
+        if not step.axes:
+            return f"copy: {_reduction_name(step.reduction)} over no axis (its result dtype, as numpy's axis=())"
         return f"copy: {_reduction_name(step.reduction)} over {show(names) or 'axes ' + str(step.axes)}"
     if isinstance(step, TakeRows):
         return f"copy: picks {math.prod(step.space)} rows of the {before.shape} view"
@@ -439,6 +441,12 @@ class _Code:
         x, r, axes = self.x, step.reduction, step.axes
         if callable(r):  # the callable that was passed, bound to this name
             return [f"{x} = {self.reduction}({x}, {_tup(axes)})"]
+        if not axes and self.torch:  # torch reads dim=() as every dim; the backend reduces nothing by hand
+            if r in ("any", "all"):
+                return [f"{x} = {x} != 0"]
+            if r in ("sum", "prod"):
+                return [f"{x} = {x}.clone() if {x}.is_floating_point() or {x}.is_complex() else {x}.to(torch.int64)"]
+            return [f"{x} = {x}.clone()"]
         dims = str(axes[0]) if len(axes) == 1 else _tup(axes)
         if not self.torch:
             fn = {"max": "amax", "min": "amin"}.get(r, r)

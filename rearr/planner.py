@@ -454,8 +454,10 @@ def _transform_steps(
     order = sorted(range(len(kept)), key=lambda i: out_pos[kept[i][0]])
     in_set = set(in_axes)
     new = [n for n in out_axes if n not in in_set]
-    if recipe.reduction == "mean" and not reduced:  # a no-op that still refuses integers, as every 'mean' does
-        track.steps.append(Reduce("mean", (), view=True))
+    if recipe.op == "reduce" and not reduced and not callable(recipe.reduction):
+        # Reducing no axis still applies the reduction's dtype rule, as numpy's axis=() does: 'any' gives
+        # bools, 'sum' of bools counts, integer 'mean' is refused. (einops returns the input unchanged.)
+        track.fresh(Reduce(recipe.reduction, ()), track.shape)
     if not reduced and not new and order == sorted(order):
         return  # the axes keep their order: the caller's one reshape does it all
     track.reshape(tuple(math.prod(size(n) for n in b) for b in blocks))

@@ -277,8 +277,9 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     if op == "scatter" and not scatters:
         raise _err(text, "RA204", "scatter needs an index bracket on the output side", right.col,
                    "write the axis that is written to with its index, e.g. 'b k -> b n[idx]'")
-    in_axes = [n for n in _flat(ins) if n not in {g.axis for g in gathers}]
-    out_axes = [n for n in _flat(outs) if n not in {s.axis for s in scatters}]
+    gathered, scattered = {g.axis for g in gathers}, {s.axis for s in scatters}
+    in_axes = [n for n in _flat(ins) if n not in gathered]
+    out_axes = [n for n in _flat(outs) if n not in scattered]
     in_has_ell, out_has_ell = ELLIPSIS in in_axes, ELLIPSIS in _flat(outs)
     if out_has_ell and not in_has_ell:
         raise _err(text, "RA202", "'...' on the output side but not on the input side", cols[ELLIPSIS],
@@ -309,8 +310,9 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
                        f"axis {g.axis!r} is read through index {g.name!r} and must not also be an output axis",
                        cols.get(g.axis), f"drop {g.axis!r} from the output side; the index's axes take its place")
     # Which side each axis may be on, per operation.
-    only_in = [a for a in middle if a not in out_axes]
-    only_out = [a for a in out_axes if a not in middle]
+    out_set, middle_set = set(out_axes), set(middle)  # sets: patterns with 10,000 axes stay linear
+    only_in = [a for a in middle if a not in out_set]
+    only_out = [a for a in out_axes if a not in middle_set]
     scattered_axes = {a for s in scatters for a in s.axes}
     if op == "rearrange":
         _one_side(text, only_in, cols, "input", "rearrange",

@@ -84,7 +84,7 @@ def reduce(step: Reduce):
         def mean(x, env):
             if not is_float(x):
                 raise _common.mean_of_integers(x.dtype)
-            return x.mean(axis=axes) if axes else x
+            return x.mean(axis=axes)
         return mean
     fn = {"sum": np.sum, "max": np.amax, "min": np.amin, "prod": np.prod, "any": np.any, "all": np.all}[r]
     if r in ("max", "min"):

@@ -75,11 +75,13 @@ def reduce(step: Reduce):
     r, axes = step.reduction, step.axes
     if callable(r):
         return lambda x, env: r(x, axes)
+    if not axes:  # torch reads dim=() as every dim: reduce nothing by hand, with numpy's dtypes
+        return _reduce_nothing(r)
     if r == "mean":
         def mean(x, env):
             if not is_float(x):
                 raise _common.mean_of_integers(x.dtype)
-            return x.mean(axes) if axes else x  # torch reads dim=() as every dim
+            return x.mean(axes)
         return mean
     if r == "prod":  # torch.prod takes one dim at a time
         def prod(x, env):
@@ -94,14 +96,31 @@ def reduce(step: Reduce):
                 raise _common.complex_order(r)
             return fn(x, axes)
         return extreme
+    if r in ("any", "all"):  # torch keeps uint8 for uint8 input; numpy gives bool
+        return lambda x, env: fn(x, axes).bool()
     return lambda x, env: fn(x, axes)
+
+
+def _reduce_nothing(r: str):
+    def run(x, env):
+        if r == "mean" and not is_float(x):
+            raise _common.mean_of_integers(x.dtype)
+        if r in ("max", "min") and x.is_complex():
+            raise _common.complex_order(r)
+        if r in ("any", "all"):
+            return x != 0
+        if r in ("sum", "prod") and not is_float(x):  # torch sums integers and bools in int64
+            return x.to(torch.int64, copy=True)
+        return x.clone()
+
+    return run
 
 
 # --- indices -----------------------------------------------------------------
 
 
 def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> torch.Tensor:
-    if type(value) is torch.Tensor and value.dtype is torch.int64 and value.get_device() == like.get_device():
+    if type(value) is torch.Tensor and value.dtype is torch.int64 and value.device == like.device:
         return value  # the common case, without a call
     try:
         t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
@@ -110,6 +129,9 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
     if t.dtype not in _INT_DTYPES:
         raise _common.bad_index_dtype(name, t.dtype, text)
     if t.device != like.device:
+        if t.device.type == "meta":
+            raise RearrError(f"index {name!r} is on the meta device: it has no values to index with",
+                             code="RA500", pattern=text, hint=f"pass {name}= with real values, on {like.device}")
         t = t.to(like.device)
     return t if t.dtype == torch.int64 else t.long()
 

@@ -1,0 +1,29 @@
+"""Shared test set-up: import paths and the hypothesis profiles.
+
+Profiles (choose with ``--hypothesis-profile=NAME``):
+  default  quick, for CI: hypothesis' usual 100 examples, no deadline (the
+           first call of a pattern parses and plans it, which takes longer than
+           a cached call)
+  medium   1,000 examples per property
+  long     at least 10,000 examples per property; run by hand, the last result
+           is written down in tests/README.md
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from hypothesis import HealthCheck, settings
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+for _path in (os.path.dirname(_HERE), _HERE):  # the repository (rearr) and tests/ (reference, strategies)
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+settings.register_profile("default", max_examples=100, deadline=None, suppress_health_check=_SUPPRESS)
+settings.register_profile("long", max_examples=10_000, deadline=None, suppress_health_check=_SUPPRESS,
+                          print_blob=True)
+settings.register_profile("medium", max_examples=1_000, deadline=None, suppress_health_check=_SUPPRESS)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

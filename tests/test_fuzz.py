@@ -1,0 +1,242 @@
+"""Parser fuzzing: any string either parses and analyzes, or raises a RearrError
+whose column lies inside the pattern -- never another exception, never a hang.
+
+Fuzzed: random strings over the pattern alphabet, arbitrary unicode, and
+mutations of valid patterns (the strategies'), through the parser alone
+(rearr.recipe.analyze / validate, no backend) and through the full API on
+numpy.  Huge and deeply nested patterns must be answered promptly.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+from strategies import any_case
+
+import rearr
+from rearr import RearrError, recipe
+from rearr.errors import CODES
+
+ALPHABET = "abchkn_xyz0123456789 ()[]:,->.…*\t\n_"
+OPS = recipe.OPS
+REDUCTION_FOR = {"reduce": "sum", "scatter": "sum"}
+
+
+def assert_good_error(err: BaseException, pattern: str, *, need_col: bool) -> None:
+    assert isinstance(err, RearrError), f"{type(err).__name__}: {err!r} for {pattern!r}"
+    assert err.code in CODES, f"unknown code {err.code!r} for {pattern!r}"
+    assert err.message, pattern
+    if need_col:
+        assert err.col is not None, f"no column in {err.code} {err.message!r} for {pattern!r}"
+    if err.col is not None:
+        assert 0 <= err.col <= len(pattern), f"column {err.col} outside {pattern!r} ({err.code} {err.message})"
+    str(err)  # rendering never fails
+
+
+def check_analyze(pattern: str) -> None:
+    """Every operation: analyze either returns a recipe or raises a good RearrError;
+    validate returns the same error as a value."""
+    for op in OPS:
+        reduction = REDUCTION_FOR.get(op)
+        try:
+            recipe.analyze(pattern, op, reduction)
+        except Exception as e:  # noqa: BLE001 - the point is to see every exception
+            assert_good_error(e, pattern, need_col=True)
+            err = recipe.validate(pattern, op, reduction)
+            assert isinstance(err, RearrError) and (err.code, err.col) == (e.code, e.col), (pattern, op)
+        else:
+            assert recipe.validate(pattern, op, reduction) is None
+
+
+pattern_text = st.text(alphabet=ALPHABET, max_size=40)
+
+
+@given(pattern_text)
+def test_random_pattern_strings(pattern):
+    check_analyze(pattern)
+
+
+@given(st.text(max_size=30))
+def test_random_unicode_strings(pattern):
+    check_analyze(pattern)
+
+
+@st.composite
+def mutated(draw, base: st.SearchStrategy[str]) -> tuple[str, str]:
+    text = draw(base)
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["delete", "insert", "replace", "swap", "duplicate"]))
+        if not text:
+            kind = "insert"
+        i = draw(st.integers(0, max(0, len(text) - 1)))
+        if kind == "delete":
+            j = draw(st.integers(i, min(len(text), i + 3)))
+            text = text[:i] + text[j:]
+        elif kind == "insert":
+            piece = draw(st.sampled_from(list(ALPHABET) + ["->", "...", "[i]", "[i: a]", "(", ")"]))
+            text = text[:i] + piece + text[i:]
+        elif kind == "replace":
+            text = text[:i] + draw(st.sampled_from(ALPHABET)) + text[i + 1:]
+        elif kind == "swap":
+            j = draw(st.integers(0, len(text) - 1))
+            chars = list(text)
+            chars[i], chars[j] = chars[j], chars[i]
+            text = "".join(chars)
+        else:
+            j = draw(st.integers(i, min(len(text), i + 6)))
+            text = text[:j] + text[i:j] + text[j:]
+    return text
+
+
+@given(mutated(any_case().map(lambda c: c.pattern)))
+def test_mutated_valid_patterns(pattern):
+    check_analyze(pattern)
+
+
+@given(any_case(), st.data())
+def test_mutated_patterns_through_the_api(case, data):
+    """A mutated pattern with the original inputs: a result or a RearrError, never
+    another exception (numpy backend)."""
+    pattern = data.draw(mutated(st.just(case.pattern)))
+    note(f"mutated pattern: {pattern!r} from {case.describe()}")
+    x, kw = case.inputs("numpy")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # e.g. the mean of an empty axis
+            if case.op == "reduce":
+                rearr.reduce(x, pattern, case.reduction, **kw)
+            elif case.op == "scatter":
+                rearr.scatter(x, pattern, case.reduction, **kw)
+            else:
+                getattr(rearr, case.op)(x, pattern, **kw)
+    except Exception as e:  # noqa: BLE001
+        assert_good_error(e, pattern, need_col=False)
+
+
+@given(any_case(), st.sampled_from(["rearrange", "reduce", "repeat", "scatter"]))
+def test_valid_patterns_under_the_wrong_operation(case, op):
+    """A pattern meant for one operation, passed to another: a result or a RearrError."""
+    x, kw = case.inputs("numpy")
+    reduction = case.reduction or "sum"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if op == "reduce":
+                rearr.reduce(x, case.pattern, reduction if reduction != "set" else "sum", **kw)
+            elif op == "scatter":
+                rearr.scatter(x, case.pattern, reduction if reduction in recipe.SCATTER_REDUCTIONS else "sum", **kw)
+            else:
+                getattr(rearr, op)(x, case.pattern, **kw)
+    except Exception as e:  # noqa: BLE001
+        assert_good_error(e, case.pattern, need_col=False)
+
+
+# --- huge patterns: answered promptly ----------------------------------------------------
+
+LIMIT_S = 5.0
+
+
+def answered_promptly(fn, limit: float = LIMIT_S) -> object:
+    """Run fn in a thread; fail if it takes longer than ``limit`` seconds.
+    Returns what it returned, or the exception it raised."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001
+            box["value"] = e
+
+    t0 = time.perf_counter()
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(limit)
+    assert not thread.is_alive(), f"no answer after {limit} s"
+    box["seconds"] = time.perf_counter() - t0
+    return box["value"]
+
+
+def _ok_or_error(value: object, pattern: str) -> None:
+    if isinstance(value, BaseException):
+        assert_good_error(value, pattern, need_col=False)
+
+
+N_AXES = 10_000
+MANY = " ".join(f"a{i}" for i in range(N_AXES))
+MANY_PATTERNS = {
+    "many axes": f"{MANY} -> {' '.join(reversed(MANY.split()))}",
+    "many axes in a group": f"({MANY}) -> {MANY}",
+    "many axes reduced": f"{MANY} -> a0",
+    "many unit axes": " ".join(["1"] * N_AXES) + " -> " + " ".join(["()"] * N_AXES),
+    "many indexed axes": " ".join(f"a{i}[i{i}]" for i in range(1000)) + " -> ",
+    "many operands": ", ".join(f"a{i}" for i in range(N_AXES)) + " -> a0",
+}
+NESTED = {
+    "nested parentheses": "(" * 1000 + "a" + ")" * 1000 + " -> a",
+    "unclosed parentheses": "(" * 1000 + "a -> a",
+    "closing parentheses": "a" + ")" * 1000 + " -> a",
+    "nested brackets": "a" + "[" * 1000 + "i" + "]" * 1000 + " -> a",
+    "many arrows": " -> ".join(["a"] * 1000),
+    "many ellipses": " ".join(["..."] * 1000) + " -> ...",
+    "long name": "a" * 100_000 + " -> " + "a" * 100_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MANY_PATTERNS))
+def test_huge_patterns_parse_promptly(name):
+    pattern = MANY_PATTERNS[name]
+    # Each analysis of 10,000 axes takes a second or two: two operations suffice here.
+    for op in ("rearrange", "scatter") if name.startswith("many axes") else ("rearrange", "reduce", "einsum"):
+        value = answered_promptly(lambda op=op: recipe.analyze(pattern, op, REDUCTION_FOR.get(op)))
+        if isinstance(value, BaseException):
+            assert_good_error(value, pattern, need_col=True)
+
+
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_nested_patterns_give_a_clear_error_promptly(name):
+    pattern = NESTED[name]
+    for op in ("rearrange", "reduce", "repeat", "scatter"):
+        value = answered_promptly(lambda op=op: recipe.analyze(pattern, op, REDUCTION_FOR.get(op)))
+        if name == "long name":
+            continue  # a valid pattern: a recipe, or a clear error at most
+        assert isinstance(value, RearrError), (name, op, value)
+        assert_good_error(value, pattern, need_col=True)
+    if name == "nested parentheses":
+        assert value.code == "RA102"
+
+
+@pytest.mark.parametrize("name", sorted(MANY_PATTERNS) + sorted(NESTED))
+def test_huge_patterns_through_the_api(name):
+    """On a real tensor the call is answered promptly: a result or a RearrError
+    (numpy arrays have at most 64 dimensions, so most of these cannot run)."""
+    pattern = {**MANY_PATTERNS, **NESTED}[name]
+    for x in (np.zeros((1,) * 4), np.zeros(1), np.zeros(())):
+        _ok_or_error(answered_promptly(lambda x=x: rearr.rearrange(x, pattern)), pattern)
+    if not name.startswith("many axes"):
+        for call in (lambda: rearr.reduce(np.zeros(1), pattern, "sum"), lambda: rearr.repeat(np.zeros(1), pattern)):
+            _ok_or_error(answered_promptly(call), pattern)
+
+
+def test_output_with_more_dimensions_than_the_backend_allows():
+    """10,000 unit axes out of one element: numpy and torch stop at 64 dimensions;
+    rearr answers with a RearrError (or a result), never a backend error."""
+    import torch
+
+    pattern = "a -> a " + " ".join(["1"] * 100)
+    for x in (np.zeros(1), torch.zeros(1)):
+        for call in (lambda x=x: rearr.rearrange(x, pattern), lambda x=x: rearr.repeat(x, pattern)):
+            value = answered_promptly(call)
+            if isinstance(value, BaseException):
+                assert_good_error(value, pattern, need_col=False)
+            else:
+                assert tuple(value.shape) == (1,) * 101
+    pattern = f"({MANY}) -> {MANY}"
+    value = answered_promptly(lambda: rearr.rearrange(np.zeros(1), pattern))
+    assert isinstance(value, RearrError), value
+    assert_good_error(value, pattern, need_col=False)

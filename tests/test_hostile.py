@@ -1,0 +1,643 @@
+"""Hostile and unusual inputs through the public API: each call gives the right
+answer or a RearrError -- never another exception, never a wrong answer.
+
+Objects that are not tensors, 0-d tensors, zero-length axes, lengths whose
+product overflows int64, non-contiguous / negative-stride / Fortran-ordered
+arrays, torch's meta device, integer and bool dtypes through every reduction,
+index tensors of the wrong dtype.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from reference import RefInvalid, assert_matches, reference, to_numpy
+
+import rearr
+from rearr import RearrError
+from rearr.errors import CODES
+
+rng = np.random.default_rng(1234)
+
+
+def outcome(call):
+    """The result, or the RearrError; any other exception fails the test."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy: mean of an empty slice
+            return call()
+    except RearrError as e:
+        assert e.code in CODES, e.code
+        str(e)
+        return e
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"{type(e).__name__} instead of RearrError: {e}")
+
+
+def raises_rearr(call, code: str | None = None) -> RearrError:
+    got = outcome(call)
+    assert isinstance(got, RearrError), f"expected a RearrError, got {type(got).__name__}: {got!r}"[:300]
+    if code is not None:
+        assert got.code == code, (got.code, got.message)
+    return got
+
+
+def T(a: np.ndarray) -> torch.Tensor:  # noqa: N802
+    return torch.from_numpy(np.array(a, copy=True))
+
+
+ALL_CALLS = {
+    "rearrange": lambda x: rearr.rearrange(x, "a ... -> ... a"),
+    "reduce": lambda x: rearr.reduce(x, "a ... -> a", "sum"),
+    "repeat": lambda x: rearr.repeat(x, "a ... -> a r ...", r=2),
+    "gather": lambda x: rearr.rearrange(x, "n[i] ... -> ...", i=np.zeros((), dtype=np.int64)),
+    "scatter": lambda x: rearr.scatter(x, "a -> n[i]", "sum", i=np.zeros(2, dtype=np.int64), n=3),
+    "parse_shape": lambda x: rearr.parse_shape(x, "a ..."),
+    "pack": lambda x: rearr.pack(x, "a *"),
+    "einsum": lambda x: rearr.einsum(x, "a -> a"),
+}
+
+NOT_TENSORS = {
+    "None": None,
+    "str": "abc",
+    "bytes": b"abc",
+    "dict": {"a": 1},
+    "int": 3,
+    "float": 2.5,
+    "object": object(),
+    "list of ints": [1, 2, 3],
+    "nested list of ints": [[1, 2], [3, 4]],
+    "empty list": [],
+    "empty tuple": (),
+    "list of different shapes": [np.zeros(2), np.zeros(3)],
+    "list of different ndim": [np.zeros(2), np.zeros((2, 1))],
+    "mixed numpy/torch list": [np.zeros(2), torch.zeros(2)],
+    "mixed torch/numpy list": [torch.zeros(2), np.zeros(2)],
+    "list with None": [np.zeros(2), None],
+    "list of strings": ["ab", "cd"],
+    "list of lists of arrays": [[np.zeros(2)], [np.zeros(2)]],
+}
+
+
+@pytest.mark.parametrize("op", sorted(ALL_CALLS))
+@pytest.mark.parametrize("name", sorted(NOT_TENSORS))
+def test_objects_that_are_not_tensors(name, op):
+    got = outcome(lambda: ALL_CALLS[op](NOT_TENSORS[name]))
+    if not isinstance(got, RearrError):
+        # Accepting it is fine only with the meaning of np.asarray (e.g. a list of ints),
+        # or for pack, whose tensors may differ in their '*' axes.
+        accepted = ("list of ints", "nested list of ints") + (("list of different ndim",) if op == "pack" else ())
+        assert name in accepted, f"{name} accepted by {op}: {got!r}"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_list_of_tensors_is_stacked(backend):
+    xs = [rng.standard_normal((2, 3)) for _ in range(4)]
+    ts = xs if backend == "numpy" else [T(a) for a in xs]
+    out = rearr.rearrange(ts, "n a b -> a (n b)")
+    np.testing.assert_array_equal(to_numpy(out), np.stack(xs).transpose(1, 0, 2).reshape(2, 12))
+    out = rearr.reduce(ts, "n a b -> a", "max")
+    np.testing.assert_array_equal(to_numpy(out), np.stack(xs).max(axis=(0, 2)))
+
+
+# --- 0-d tensors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("pattern, shape", [(" -> ", ()), ("->", ()), ("-> 1", (1,)), ("-> () ()", (1, 1)),
+                                            ("... -> ...", ()), ("... -> (...)", (1,)), ("-> (1 1) 1", (1, 1)),
+                                            ("... -> 1 ... ()", (1, 1))])
+def test_zero_dimensional_rearrange(backend, pattern, shape):
+    x = np.array(3.5) if backend == "numpy" else torch.tensor(3.5, dtype=torch.float64)
+    out = rearr.rearrange(x, pattern)
+    assert tuple(out.shape) == shape
+    assert float(to_numpy(out).reshape(())) == 3.5
+    assert_matches(out, reference("rearrange", np.array(3.5), pattern))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_zero_dimensional_reduce_repeat_and_errors(backend):
+    x = np.array(2.0) if backend == "numpy" else torch.tensor(2.0, dtype=torch.float64)
+    for reduction in ("sum", "mean", "max", "min", "prod"):
+        out = rearr.reduce(x, " -> ", reduction)
+        assert tuple(out.shape) == () and float(to_numpy(out)) == 2.0, reduction
+    out = rearr.reduce(x, "... -> 1", "sum")
+    assert tuple(out.shape) == (1,)
+    out = rearr.repeat(x, " -> r (s 1)", r=3, s=2)
+    assert tuple(out.shape) == (3, 2) and (to_numpy(out) == 2.0).all()
+    for pattern in ("1 -> ", "a -> a", "() -> ", "a ... -> a ..."):
+        raises_rearr(lambda p=pattern: rearr.rearrange(x, p), "RA304")
+    raises_rearr(lambda: rearr.rearrange(x, " -> a"))
+
+
+# --- zero-length axes ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("op, pattern, shape, kw", [
+    ("rearrange", "a b -> b a", (0, 3), {}),
+    ("rearrange", "a b c -> (a c) b", (2, 0, 3), {}),
+    ("rearrange", "(a c) b -> a c b", (0, 3), {"c": 2}),
+    ("rearrange", "(a c) b -> a c b", (6, 0), {"c": 2}),
+    ("rearrange", "... -> (...)", (3, 0, 2), {}),
+    ("repeat", "a -> a r", (2,), {"r": 0}),
+    ("repeat", "a -> (r a)", (0,), {"r": 3}),
+    ("reduce", "a b -> b", (0, 3), {"reduction": "sum"}),
+    ("reduce", "a b -> b", (0, 3), {"reduction": "prod"}),
+    ("reduce", "a b -> b", (0, 3), {"reduction": "any"}),
+    ("reduce", "a b -> b", (0, 3), {"reduction": "all"}),
+    ("reduce", "a b -> a", (0, 3), {"reduction": "max"}),
+    ("reduce", "a b -> b", (3, 0), {"reduction": "min"}),
+])
+def test_zero_length_axes(backend, op, pattern, shape, kw):
+    x = rng.standard_normal(shape)
+    kw = dict(kw)
+    reduction = kw.pop("reduction", None)
+    expected = reference(op, x, pattern, reduction, **kw)
+    xx = x if backend == "numpy" else T(x)
+    call = (lambda: rearr.reduce(xx, pattern, reduction, **kw)) if op == "reduce" else (
+        lambda: getattr(rearr, op)(xx, pattern, **kw))
+    assert_matches(outcome(call), expected)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_zero_length_reductions_without_a_value(backend):
+    x = np.zeros((0, 3)) if backend == "numpy" else torch.zeros(0, 3)
+    for reduction in ("max", "min"):
+        got = outcome(lambda r=reduction: rearr.reduce(x, "a b -> b", r))
+        assert isinstance(got, RearrError), reduction  # no value to give
+    got = outcome(lambda: rearr.reduce(x, "a b -> b", "mean"))
+    if not isinstance(got, RearrError):
+        assert tuple(got.shape) == (3,) and np.isnan(to_numpy(got)).all()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_zero_length_gather_and_scatter(backend):
+    conv = (lambda a: a) if backend == "numpy" else T
+    x = conv(rng.standard_normal((2, 3)))
+    out = rearr.rearrange(x, "b n[i] -> b k", i=conv(np.zeros((2, 0), dtype=np.int64)))
+    assert tuple(out.shape) == (2, 0)
+    out = rearr.rearrange(conv(np.zeros((2, 0))), "b n[i] -> b k", i=conv(np.zeros((2, 0), dtype=np.int64)))
+    assert tuple(out.shape) == (2, 0)
+    raises_rearr(lambda: rearr.rearrange(conv(np.zeros((2, 0))), "b n[i] -> b", i=conv(np.zeros(2, dtype=np.int64))),
+                 "RA501")
+    out = rearr.scatter(conv(np.zeros((2, 0))), "b k -> b n[i]", "sum", i=conv(np.zeros((2, 0), dtype=np.int64)), n=3)
+    assert tuple(out.shape) == (2, 3) and (to_numpy(out) == 0).all()
+    out = rearr.scatter(conv(np.zeros((2, 0))), "b k -> b n[i]", "max", i=conv(np.zeros((2, 0), dtype=np.int64)),
+                        n=3, fill=-1.0)
+    assert (to_numpy(out) == -1).all()
+    out = rearr.scatter(conv(np.zeros((2, 0))), "b k -> b n[i]", "sum", i=conv(np.zeros((2, 0), dtype=np.int64)), n=0)
+    assert tuple(out.shape) == (2, 0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_zero_lengths_that_cannot_be_inferred(backend):
+    x = np.zeros((0, 3)) if backend == "numpy" else torch.zeros(0, 3)
+    raises_rearr(lambda: rearr.rearrange(x, "(a c) b -> a c b", a=0))  # c is 0/0
+    raises_rearr(lambda: rearr.rearrange(x, "(a c) b -> a c b"))
+
+
+# --- lengths that overflow ---------------------------------------------------------------------
+
+
+BIG = 2**40
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("op, pattern, kw", [
+    ("repeat", "a -> a (h w)", {"h": BIG, "w": BIG}),
+    ("repeat", "a -> a h w", {"h": BIG, "w": BIG}),
+    ("repeat", "a -> (a h) w", {"h": BIG, "w": BIG}),
+    ("repeat", "a -> a h", {"h": 2**63}),
+    ("repeat", "a -> a h", {"h": 2**64 + 1}),
+    ("repeat", "a -> a h w q", {"h": 2**30, "w": 2**30, "q": 2**30}),
+    ("rearrange", "(h w) -> h w", {"h": BIG, "w": BIG}),
+    ("rearrange", "(h w) -> h w", {"h": 2**64}),
+    ("reduce", "(h w) -> h", {"h": BIG, "w": BIG}),
+])
+def test_lengths_whose_product_overflows(backend, op, pattern, kw):
+    """Products past int64 (or past what an array can hold) are a RearrError."""
+    x = np.zeros(1) if backend == "numpy" else torch.zeros(1)
+    if op == "reduce":
+        raises_rearr(lambda: rearr.reduce(x, pattern, "sum", **kw))
+    else:
+        raises_rearr(lambda: getattr(rearr, op)(x, pattern, **kw))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_huge_repeat_of_one_element(backend):
+    """2**62 elements: torch can express it as an expanded view (right shape), numpy
+    cannot; either the right shape or a RearrError."""
+    x = np.zeros(1) if backend == "numpy" else torch.zeros(1)
+    got = outcome(lambda: rearr.repeat(x, "a -> a h", h=2**62))
+    if not isinstance(got, RearrError):
+        assert tuple(got.shape) == (1, 2**62)
+
+
+@pytest.mark.parametrize("value", [-1, True, 2.0, "2", None, [2], 2**70])
+def test_bad_length_values(value):
+    got = raises_rearr(lambda: rearr.repeat(np.zeros(1), "a -> a h", h=value))
+    assert got.code in ("RA305", "RA303", "RA500"), got
+
+
+def test_numpy_integer_lengths():
+    assert rearr.repeat(np.zeros(1), "a -> a h", h=np.int64(3)).shape == (1, 3)
+    assert rearr.rearrange(np.zeros(6), "(h w) -> h w", h=np.int32(2)).shape == (2, 3)
+
+
+# --- memory layouts ------------------------------------------------------------------------------
+
+LAYOUT_CALLS = [
+    ("rearrange", "a b c -> c (a b)", None, {}),
+    ("rearrange", "a b c -> (b c) a", None, {}),
+    ("rearrange", "(a d) b c -> d b a c", None, {"d": 2}),
+    ("reduce", "a b c -> c a", "sum", {}),
+    ("reduce", "a b c -> b", "max", {}),
+    ("repeat", "a b c -> b r (c a)", None, {"r": 2}),
+    ("rearrange", "a b n[i] -> a b", None, {"i": "ab"}),
+    ("rearrange", "a n[i: k] c -> k a c", None, {"i": "k"}),
+    ("scatter", "a b c -> a n[i: a b] c", "sum", {"i": "ab", "n": 3}),
+    ("scatter", "a b c -> c n[i] a", "mean", {"i": "abc", "n": 3}),
+    ("scatter", "a b c -> n[i: b] c a", "max", {"i": "b", "n": 2}),
+]
+
+
+def _layouts(base: np.ndarray):
+    """(name, numpy array, torch tensor) with the same values as ``base`` (shape (4, 2, 6))."""
+    t = T(base)
+    rev = np.ascontiguousarray(base[::-1])  # reversed copy, reversed again through a view below
+    yield "contiguous", base, t
+    yield "negative stride [::-1]", rev[::-1], T(rev).flip(0)
+    yield "fortran order", np.asfortranarray(base), T(base).permute(2, 1, 0).contiguous().permute(2, 1, 0)
+    tr = np.ascontiguousarray(base.transpose(2, 1, 0))
+    yield "transposed .T", tr.T, T(tr).permute(2, 1, 0)
+    wide = np.zeros((4, 2, 12))
+    wide[:, :, ::2] = base
+    yield "strided [..., ::2]", wide[:, :, ::2], T(wide)[:, :, ::2]
+    big = np.zeros((8, 2, 6))
+    big[::2] = base
+    yield "strided [::2] / .t() mix", big[::2], T(big.transpose(1, 0, 2).copy()).transpose(0, 1)[::2]
+    yield "broadcast (stride 0)", np.broadcast_to(base[:1], (4, 2, 6)) * 0 + base, T(base[:1]).expand(4, 2, 6) * 0 + t
+
+
+@pytest.mark.parametrize("op, pattern, reduction, kw", LAYOUT_CALLS)
+def test_non_contiguous_layouts(op, pattern, reduction, kw):
+    base = rng.standard_normal((4, 2, 6))
+    n_len = kw.get("n", 6)
+    index_shapes = {"ab": (4, 2), "abc": (4, 2, 6), "k": (5,), "b": (2,)}
+    kw_np = {}
+    for k, v in kw.items():
+        kw_np[k] = rng.integers(-n_len, n_len, size=index_shapes[v]) if isinstance(v, str) else v
+    if op == "rearrange" and "n[i: k]" in pattern:
+        kw_np["i"] = rng.integers(-2, 2, size=5)
+    expected = reference(op, base, pattern, reduction, **kw_np)
+    for name, xn, xt in _layouts(base):
+        assert np.array_equal(xn, base) and np.array_equal(xt.numpy(), base), name
+        for backend, x in (("numpy", xn), ("torch", xt)):
+            conv = (lambda a: a) if backend == "numpy" else T
+            kk = {k: conv(v) if isinstance(v, np.ndarray) else v for k, v in kw_np.items()}
+            before = np.array(to_numpy(x), copy=True)
+            if op == "reduce":
+                got = rearr.reduce(x, pattern, reduction, **kk)
+            elif op == "scatter":
+                got = rearr.scatter(x, pattern, reduction, **kk)
+            else:
+                got = getattr(rearr, op)(x, pattern, **kk)
+            assert_matches(got, expected, what=f"{backend} {name} {pattern}")
+            assert np.array_equal(to_numpy(x), before), f"{backend} {name}: input modified"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_non_contiguous_index_tensors(backend):
+    x = rng.standard_normal((3, 5))
+    idx = rng.integers(-5, 5, size=(4, 3))
+    expected = reference("rearrange", x, "b n[i] -> b k", i=idx.T)
+    if backend == "numpy":
+        got = rearr.rearrange(x, "b n[i] -> b k", i=idx.T)
+    else:
+        got = rearr.rearrange(T(x), "b n[i] -> b k", i=T(idx).t())
+    assert_matches(got, expected)
+
+
+# --- torch's meta device ---------------------------------------------------------------------------
+
+
+def test_meta_device_rearrange_and_reduce():
+    m = torch.empty(2, 3, 4, device="meta")
+    out = rearr.rearrange(m, "a b c -> b (a c)")
+    assert out.device.type == "meta" and tuple(out.shape) == (3, 8)
+    out = rearr.rearrange(m, "a b (c d) -> (b d) a c", d=2)
+    assert out.device.type == "meta" and tuple(out.shape) == (6, 2, 2)
+    for reduction in ("sum", "mean", "max", "min", "prod", "any", "all"):
+        out = rearr.reduce(m, "a b c -> b 1", reduction)
+        assert out.device.type == "meta" and tuple(out.shape) == (3, 1), reduction
+    out = rearr.repeat(m, "a b c -> b r (a c)", r=5)
+    assert out.device.type == "meta" and tuple(out.shape) == (3, 5, 8)
+
+
+def test_meta_device_gather_and_scatter_answer():
+    """With indices on the meta device there are no values to check: a result of the
+    right shape, or a RearrError -- never a backend error."""
+    m = torch.empty(2, 3, 4, device="meta")
+    i = torch.empty(2, 5, dtype=torch.long, device="meta")
+    got = outcome(lambda: rearr.rearrange(m, "a b[i: a k] c -> a k c", i=i))
+    if not isinstance(got, RearrError):
+        assert tuple(got.shape) == (2, 5, 4)
+    got = outcome(lambda: rearr.rearrange(m, "a b[i: a k] c -> a k c", i=i, check_bounds=False))
+    if not isinstance(got, RearrError):
+        assert tuple(got.shape) == (2, 5, 4)
+
+
+# --- integer and bool dtypes through every reduction ---------------------------------------------
+
+INT_DTYPES = ["int8", "uint8", "int16", "int32", "int64", "bool"]
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@pytest.mark.parametrize("reduction", ["min", "max", "sum", "prod", "mean", "any", "all"])
+def test_integer_and_bool_reductions(dtype, reduction):
+    x = (rng.integers(0, 3, size=(3, 4)) if dtype != "bool" else rng.random((3, 4)) < 0.5).astype(dtype)
+    got_np = outcome(lambda: rearr.reduce(x, "a b -> b", reduction))
+    got_t = outcome(lambda: rearr.reduce(T(x), "a b -> b", reduction))
+    if reduction == "mean":
+        assert isinstance(got_np, RearrError) and isinstance(got_t, RearrError)
+        return
+    expected = reference("reduce", x, "a b -> b", reduction)
+    assert_matches(got_np, expected, what="numpy")
+    assert_matches(got_t, expected, what="torch")
+    if reduction in ("any", "all"):
+        assert to_numpy(got_np).dtype == np.bool_
+    elif dtype != "uint8":  # numpy sums uint8 into uint64, torch into int64: same values
+        assert to_numpy(got_np).dtype == to_numpy(got_t).dtype, (to_numpy(got_np).dtype, got_t.dtype)
+
+
+@pytest.mark.parametrize("reduction", ["any", "all"])
+def test_uint8_any_all_give_bool_on_torch(reduction):
+    got = rearr.reduce(torch.tensor([[0, 1], [2, 0]], dtype=torch.uint8), "a b -> b", reduction)
+    assert got.dtype == torch.bool
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_integer_mean_is_an_error_also_in_scatter(backend, dtype):
+    x = np.ones((2, 3), dtype=dtype)
+    i = np.zeros((2, 3), dtype=np.int64)
+    conv = (lambda a: a) if backend == "numpy" else T
+    raises_rearr(lambda: rearr.scatter(conv(x), "b k -> b n[i]", "mean", i=conv(i), n=2))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_nan_propagates_alike(backend):
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    conv = (lambda a: a) if backend == "numpy" else T
+    for reduction in ("max", "min", "sum", "mean", "prod"):
+        got = to_numpy(rearr.reduce(conv(x), "a b -> a", reduction))
+        assert np.isnan(got[0]) and not np.isnan(got[1]), (backend, reduction, got)
+    i = np.array([[0, 0, 1], [1, 1, 1]])
+    for reduction in ("max", "min", "sum", "mean", "prod"):
+        got = to_numpy(rearr.scatter(conv(x), "b k -> b n[i]", reduction, i=conv(i), n=3))
+        assert np.isnan(got[0, 0]) and not np.isnan(got[0, 1]) and not np.isnan(got[1]).any(), (
+            backend, reduction, got)
+        assert got[0, 2] == 0 and got[1, 0] == 0 and got[1, 2] == 0
+
+
+# --- index tensors of the wrong kind ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bool", "complex64"])
+def test_index_of_wrong_dtype(backend, dtype):
+    x = np.arange(6.0).reshape(2, 3)
+    i = np.array([1, 0]).astype(dtype)
+    conv = (lambda a: a) if backend == "numpy" else T
+    raises_rearr(lambda: rearr.rearrange(conv(x), "b n[i] -> b", i=conv(i)), "RA501")
+    raises_rearr(lambda: rearr.scatter(conv(x), "b k -> n[i: b] k", "sum", i=conv(i), n=2), "RA501")
+    raises_rearr(lambda: rearr.scatter(conv(x), "b k -> n[i: b] k", "sum", i=conv(i), n=2, check_bounds=False),
+                 "RA501")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("value", [None, "ab", 1.5, object(), [0.5, 1.5], {"a": 1}])
+def test_index_that_is_not_a_tensor(backend, value):
+    x = np.arange(6.0).reshape(2, 3)
+    xx = x if backend == "numpy" else T(x)
+    raises_rearr(lambda: rearr.rearrange(xx, "b n[i] -> b", i=value))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("value", [1, -1, True, np.int64(1)])
+def test_index_that_is_a_python_or_numpy_scalar(backend, value):
+    """A scalar where the pattern needs a 1-d index is a RearrError (no silent broadcast);
+    where it declares no axes ('[i:]') a scalar index is fine, or a RearrError."""
+    x = np.arange(6.0).reshape(2, 3)
+    xx = x if backend == "numpy" else T(x)
+    raises_rearr(lambda: rearr.rearrange(xx, "b n[i] -> b", i=value))
+    raises_rearr(lambda: rearr.scatter(xx, "b k -> b n[i]", "sum", i=value, n=3))
+    got = outcome(lambda: rearr.rearrange(xx, "n[i:] k -> k", i=value))
+    if not isinstance(got, RearrError):
+        assert isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+        np.testing.assert_array_equal(to_numpy(got), x[int(value)])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_index_of_other_integer_dtypes(backend, dtype):
+    """Small integer index dtypes are integers like any other (torch's uint8 is not a mask here)."""
+    x = np.arange(12.0).reshape(3, 4)
+    i = np.array([3, 0, 1]).astype(dtype)
+    xx, ii = (x, i) if backend == "numpy" else (T(x), T(i))
+    got = outcome(lambda: rearr.rearrange(xx, "b n[i] -> b", i=ii))
+    if not isinstance(got, RearrError):
+        np.testing.assert_array_equal(to_numpy(got), x[np.arange(3), i.astype(np.int64)])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_index_out_of_range_and_negative(backend):
+    x = np.arange(12.0).reshape(3, 4)
+    conv = (lambda a: a) if backend == "numpy" else T
+    got = rearr.rearrange(conv(x), "b n[i] -> b", i=conv(np.array([-1, -4, 3])))
+    np.testing.assert_array_equal(to_numpy(got), [3.0, 4.0, 11.0])
+    for bad in ([0, 4, 0], [0, -5, 0], [2**40, 0, 0]):
+        err = raises_rearr(lambda b=bad: rearr.rearrange(conv(x), "b n[i] -> b", i=conv(np.array(b))), "RA501")
+        assert "i" in err.message
+        raises_rearr(lambda b=bad: rearr.scatter(conv(x), "b k -> n[i: b] k", "sum", i=conv(np.array(b)), n=4),
+                     "RA501")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_set_with_duplicates_is_an_error(backend):
+    conv = (lambda a: a) if backend == "numpy" else T
+    src = np.arange(6.0).reshape(2, 3)
+    raises_rearr(lambda: rearr.scatter(conv(src), "b k -> b n[i]", "set", i=conv(np.array([[0, 1, 2], [1, 1, 0]])),
+                                       n=3), "RA501")
+    # the same position written as i and i - n is a duplicate too
+    raises_rearr(lambda: rearr.scatter(conv(src), "b k -> b n[i]", "set", i=conv(np.array([[0, 1, -3], [0, 1, 2]])),
+                                       n=3), "RA501")
+    got = rearr.scatter(conv(src), "b k -> b n[i]", "set", i=conv(np.array([[2, 0, 1], [-1, -2, -3]])), n=3)
+    np.testing.assert_array_equal(to_numpy(got), [[1.0, 2.0, 0.0], [5.0, 4.0, 3.0]])
+
+
+# --- odd arguments --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_odd_arguments(backend):
+    x = np.zeros((2, 3)) if backend == "numpy" else torch.zeros(2, 3)
+    i = np.zeros(2, dtype=np.int64) if backend == "numpy" else torch.zeros(2, dtype=torch.long)
+    for pattern in (None, b"a b -> b a", 3, ["a b -> b a"]):
+        raises_rearr(lambda p=pattern: rearr.rearrange(x, p), "RA100")
+    for reduction in ("median", None, 3, "", "SUM", "set"):
+        raises_rearr(lambda r=reduction: rearr.reduce(x, "a b -> a", r))
+    for reduction in ("any", "all", "median", None, "", len):
+        raises_rearr(lambda r=reduction: rearr.scatter(x, "b k -> n[i: b] k", r, i=i, n=2))
+    raises_rearr(lambda: rearr.scatter(x, "b k -> n[i: b] k", "sum", i=i, n=2, fill=1.0, into=x[:2]))
+    raises_rearr(lambda: rearr.scatter(x, "b k -> n[i: b] k", "sum", i=i, n=2, into=np.zeros((5, 5))))
+    raises_rearr(lambda: rearr.rearrange(x, "a b -> b a", c=3), "RA300")
+    raises_rearr(lambda: rearr.rearrange(x, "b n[i] -> b"))  # the index is missing
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_axis_names_like_the_parameters(backend):
+    """Positional-only tensor parameters: axes or indices named x, src, tensor, pattern work."""
+    x = rng.standard_normal((2, 6))
+    xx = x if backend == "numpy" else T(x)
+    conv = (lambda a: a) if backend == "numpy" else T
+    out = rearr.rearrange(xx, "tensor (x y) -> y tensor x", x=2)
+    np.testing.assert_array_equal(to_numpy(out), x.reshape(2, 2, 3).transpose(2, 0, 1))
+    out = rearr.reduce(xx, "tensor (src y) -> tensor y", "sum", src=2)
+    np.testing.assert_allclose(to_numpy(out), x.reshape(2, 2, 3).sum(1))
+    out = rearr.repeat(xx, "a b -> a b tensor", tensor=2)
+    assert tuple(out.shape) == (2, 6, 2)
+    src = conv(np.array([1, 0]))
+    out = rearr.scatter(xx, "b k -> n[src: b] k", "sum", src=src, n=2)
+    np.testing.assert_allclose(to_numpy(out), x[::-1])
+    out = rearr.rearrange(xx, "b n[x: b] -> b", x=src)
+    np.testing.assert_allclose(to_numpy(out), x[[0, 1], [1, 0]])
+
+
+def test_reference_of_the_hostile_module():
+    """The reference interpreter refuses what these tests expect rearr to refuse."""
+    with pytest.raises(RefInvalid):
+        reference("rearrange", np.zeros((2, 3)), "b n[i] -> b", i=np.zeros(2, dtype=np.float32))
+
+
+# --- reduce that reduces no axis ------------------------------------------------------------------
+# einops skips the reduction when the output keeps every input axis; rearr applies the
+# reduction's dtype rule as numpy's axis=() does: any/all give bools, a sum of bools counts,
+# an integer mean is refused -- the same result types as when some axis is reduced.
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("reduction", ["any", "all"])
+def test_reduce_without_reduced_axes_any_all_give_bool(backend, reduction):
+    x = np.array([[0.5], [0.0]])
+    got = rearr.reduce(x if backend == "numpy" else T(x), "a b -> a b", reduction)
+    assert to_numpy(got).dtype == np.bool_
+    np.testing.assert_array_equal(to_numpy(got), [[True], [False]])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_reduce_without_reduced_axes_integer_mean_is_an_error(backend):
+    x = np.array([[1], [2]])
+    raises_rearr(lambda: rearr.reduce(x if backend == "numpy" else T(x), "a b -> b a", "mean"))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_reduce_without_reduced_axes_bool_sum_counts(backend):
+    x = np.array([[True], [False]])
+    xx = x if backend == "numpy" else T(x)
+    assert to_numpy(rearr.reduce(xx, "a b -> a b", "sum")).dtype == to_numpy(rearr.reduce(xx, "a b -> a", "sum")).dtype
+
+
+# --- fill= and into= of the wrong kind -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("fill", ["x", [1.0, 2.0], None.__class__, {"a": 1}])
+def test_fill_that_is_not_a_scalar(backend, fill):
+    conv = (lambda a: a) if backend == "numpy" else T
+    src, i = conv(np.arange(3.0)), conv(np.array([0, 0, 1]))
+    raises_rearr(lambda: rearr.scatter(src, "k -> n[i]", "max", i=i, n=4, fill=fill))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_fill_that_is_an_array(backend):
+    conv = (lambda a: a) if backend == "numpy" else T
+    src, i = conv(np.arange(3.0)), conv(np.array([0, 0, 1]))
+    got = outcome(lambda: rearr.scatter(src, "k -> n[i]", "max", i=i, n=4, fill=conv(np.zeros(4))))
+    assert isinstance(got, RearrError), got
+
+
+@pytest.mark.parametrize("into_dtype, src_dtype", [("int64", "float64"), ("float32", "float64"), ("float64", "int64")])
+def test_into_of_another_dtype_same_on_both_backends(into_dtype, src_dtype):
+    """into= of another dtype than the source: the same answer on numpy and torch, or a
+    RearrError on both -- never a backend error."""
+    src = (np.arange(3) + 0.5).astype(src_dtype)
+    i = np.array([0, 0, 1])
+    into = np.zeros(4, dtype=into_dtype)
+    got_np = outcome(lambda: rearr.scatter(src, "k -> n[i]", "sum", i=i, into=into))
+    got_t = outcome(lambda: rearr.scatter(T(src), "k -> n[i]", "sum", i=T(i), into=T(into)))
+    if isinstance(got_np, RearrError) or isinstance(got_t, RearrError):
+        assert isinstance(got_np, RearrError) and isinstance(got_t, RearrError), (got_np, got_t)
+    else:
+        np.testing.assert_array_equal(to_numpy(got_np), to_numpy(got_t))
+        assert to_numpy(got_np).dtype == to_numpy(got_t).dtype
+
+
+@pytest.mark.parametrize("reduction", ["sum", "prod", "mean", "max", "min"])
+def test_complex_reductions(reduction):
+    """Complex tensors: the same answer on both backends, or a RearrError (torch has no
+    complex max/min) -- never a backend error."""
+    x = np.array([[1 + 2j, 3j], [2 - 1j, 1 + 0j]])
+    got_np = outcome(lambda: rearr.reduce(x, "a b -> a", reduction))
+    got_t = outcome(lambda: rearr.reduce(T(x), "a b -> a", reduction))
+    for got in (got_np, got_t):
+        if not isinstance(got, RearrError):
+            assert_matches(got, reference("reduce", x, "a b -> a", reduction))
+
+
+# --- devices and layouts ---------------------------------------------------------------------------
+
+
+def test_index_on_the_meta_device_with_a_real_tensor():
+    """An index without values (meta) cannot pick real values: a RearrError, never made-up values."""
+    x = torch.arange(6.0).reshape(2, 3)
+    i = torch.zeros(2, 5, dtype=torch.long, device="meta")
+    raises_rearr(lambda: rearr.rearrange(x, "b n[i] -> b k", i=i))
+    raises_rearr(lambda: rearr.scatter(torch.ones(2, 5), "b k -> b n[i]", "sum", i=i, n=4))
+
+
+def test_real_index_with_a_meta_tensor():
+    m = torch.empty(2, 3, device="meta")
+    got = outcome(lambda: rearr.rearrange(m, "b n[i] -> b k", i=torch.zeros(2, 5, dtype=torch.long)))
+    if not isinstance(got, RearrError):
+        assert got.device.type == "meta" and tuple(got.shape) == (2, 5)
+
+
+def test_list_of_tensors_on_different_devices():
+    raises_rearr(lambda: rearr.rearrange([torch.zeros(2), torch.zeros(2, device="meta")], "n a -> a n"))
+
+
+@pytest.mark.parametrize("op", ["rearrange", "reduce"])
+def test_sparse_tensor(op):
+    x = torch.eye(3).to_sparse()
+    if op == "rearrange":
+        got = outcome(lambda: rearr.rearrange(x, "a b -> b a"))
+    else:
+        got = outcome(lambda: rearr.reduce(x, "a b -> b", "sum"))
+    if not isinstance(got, RearrError):
+        np.testing.assert_array_equal(got.to_dense().numpy(), np.eye(3) if op == "rearrange" else np.ones(3))
+
+
+def test_tensors_that_require_grad():
+    x = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    out = rearr.rearrange([x, x], "n a b -> b (n a)")
+    assert out.requires_grad
+    i = torch.tensor([[2, -1], [0, 1]])
+    (g,) = torch.autograd.grad(rearr.rearrange(x, "b n[i] -> b k", i=i).sum(), x)
+    np.testing.assert_array_equal(g.numpy(), [[0, 0, 2], [1, 1, 0]])
+    (g,) = torch.autograd.grad(rearr.scatter(x, "b k -> n[i: k] b", "sum", i=torch.tensor([1, 0, 1]), n=2).sum(), x)
+    np.testing.assert_array_equal(g.numpy(), np.ones((2, 3)))
