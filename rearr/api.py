@@ -13,6 +13,7 @@ from .errors import RearrError
 
 Tensor = TypeVar("Tensor")
 
+
 @lru_cache(maxsize=1024)
 def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
     """(op, pattern, shape, lengths, backend) -> the plan's native calls: the hot path's one look-up."""
@@ -70,10 +71,7 @@ def _run(
                 if value.__class__ is not int:  # 2.0 == 2 in a cache key: validate before the look-up
                     kwargs = {n: _length(op, pattern, reduction, kwargs, n, v) for n, v in kwargs.items()}
                     break
-            try:
-                calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
-            except TypeError:  # an unhashable length value: let the uncached path name it
-                calls = _uncached(op, pattern, reduction, backend, tensor.shape, kwargs)
+            calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
             for f in calls:
                 tensor = f(tensor, None)
             return tensor
@@ -87,11 +85,6 @@ def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, v
     """A length keyword that is not a plain int: an int it stands for, or the RearrError."""
     r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
     return value if name in r.index_names else recipe.check_length_value(r, name, value)
-
-
-def _uncached(op, pattern, reduction, backend, shape, kwargs):
-    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
-    return compile_plan(planner.plan(r, tuple(shape), tuple(kwargs.items())).steps, backend)
 
 
 def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds):
