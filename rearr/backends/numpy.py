@@ -219,18 +219,20 @@ def scatterrows(step: ScatterRows):
 
 
 def scatteralong(step: ScatterAlong):
-    reduction, dim, coord, shape = step.reduction, step.dim, step.coord, step.shape
+    reduction, dim, coord, shape, src_shape = step.reduction, step.dim, step.coord, step.shape, step.src_shape
     into_calls = _compile(step.into, sys.modules[__name__])
+    # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at. The
+    # positions along the other axes do not depend on the index, so they are computed once here.
+    strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+    offset = sum((np.arange(n) * strides[d]).reshape([n if k == d else 1 for k in range(len(shape))])
+                 for d, n in enumerate(shape) if d != dim)
+    size = int(np.prod(shape))
 
     def run(x, env):
-        # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at.
-        idx = _coord(coord, env)
-        grids = [np.arange(n).reshape([n if k == d else 1 for k in range(len(shape))]) for d, n in enumerate(shape)]
-        grids[dim] = idx
-        flat = np.ravel_multi_index(np.broadcast_arrays(*grids), shape).reshape(-1)
+        flat = np.broadcast_to(offset + _coord(coord, env) * strides[dim], src_shape).reshape(-1)
         base = _common.arranged_into(env, into_calls)
         base = None if base is None else base.reshape(-1, 1)
-        out = _scatter_flat(reduction, x.reshape(-1, 1), flat, int(np.prod(shape)), base, env, coord.index or "")
+        out = _scatter_flat(reduction, x.reshape(-1, 1), flat, size, base, env, coord.index or "")
         return out.reshape(shape)
 
     return run
