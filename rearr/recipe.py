@@ -65,10 +65,6 @@ class Recipe:
     def index_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.gathers + self.scatters)
 
-    def axis_names(self) -> set[str]:
-        return {n for op in self.inputs + self.outputs for d in op for n in d.names} | {
-            a for s in self.gathers + self.scatters for a in s.axes
-        }
 
 
 def _err(text: str, code: str, message: str, col: int | None, hint: str | None = None) -> RearrError:

@@ -289,8 +289,3 @@ def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> No
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
             raise _common.duplicate_under_set(name, text)
-
-
-def raise_runtime(e: Exception, text: str) -> RearrError:
-    return RearrError(f"torch refused the plan: {e}", code="RA501", pattern=text,
-                      hint="with check_bounds=False, index values must lie in 0 <= i < n")
