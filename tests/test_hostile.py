@@ -641,3 +641,112 @@ def test_tensors_that_require_grad():
     np.testing.assert_array_equal(g.numpy(), [[0, 0, 2], [1, 1, 0]])
     (g,) = torch.autograd.grad(rearr.scatter(x, "b k -> n[i: k] b", "sum", i=torch.tensor([1, 0, 1]), n=2).sum(), x)
     np.testing.assert_array_equal(g.numpy(), np.ones((2, 3)))
+
+
+# --- issue 11: silent wrong results and foreign exceptions found from the outside ---------------
+
+
+def _idx(backend: str, values, dtype: str):
+    if backend == "numpy":
+        return np.array(values, dtype=dtype)
+    return torch.tensor(values, dtype=getattr(torch, dtype))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("check_bounds", [True, False])
+@pytest.mark.parametrize("values, bad, at", [([2**64 - 1], 2**64 - 1, (0,)), ([1, 2**63], 2**63, (1,)),
+                                             ([2**63 + 3, 0], 2**63 + 3, (0,))])
+def test_uint64_index_values_beyond_int64_are_ra501_not_wrapped(backend, check_bounds, values, bad, at):
+    # astype(intp) / .long() turned 2**64-1 into -1: the last element, read silently.
+    x = np.arange(5.0) if backend == "numpy" else torch.arange(5.0)
+    i = _idx(backend, values, "uint64")
+    e = raises_rearr(lambda: rearr.rearrange(x, "n[i] -> k", i=i, check_bounds=check_bounds), "RA501")
+    assert f"holds {bad} at position {at}" in e.message, e.message
+    src = np.ones(len(values)) if backend == "numpy" else torch.ones(len(values))
+    e = raises_rearr(lambda: rearr.scatter(src, "k -> n[i]", "sum", i=i, n=5, check_bounds=check_bounds), "RA501")
+    assert str(bad) in e.message
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
+def test_unsigned_indices_gather_and_check_bounds(backend, dtype):
+    x = np.arange(5.0) * 10 if backend == "numpy" else torch.arange(5.0, dtype=torch.float64) * 10
+    out = rearr.rearrange(x, "n[i] -> k", i=_idx(backend, [4, 0, 2], dtype))
+    np.testing.assert_array_equal(to_numpy(out), [40.0, 0.0, 20.0])
+    e = raises_rearr(lambda: rearr.rearrange(x, "n[i] -> k", i=_idx(backend, [1, 5], dtype)), "RA501")
+    assert "holds 5 at position (1,)" in e.message
+
+
+MASKED = np.ma.array([1.0, 2.0, 3.0, 4.0], mask=[0, 1, 0, 0])
+MASKED_CALLS = {
+    "rearrange": lambda m: rearr.rearrange(m, "(a b) -> b a", a=2),
+    "reduce": lambda m: rearr.reduce(m, "n -> ", "sum"),
+    "repeat": lambda m: rearr.repeat(m, "n -> n r", r=2),
+    "gather": lambda m: rearr.rearrange(m, "n[i] -> k", i=np.array([1, 0])),
+    "scatter": lambda m: rearr.scatter(m, "k -> n[i]", "sum", i=np.array([0, 0, 1, 1]), n=2),
+    "masked index": lambda m: rearr.rearrange(np.arange(4.0), "n[i] -> k", i=np.ma.array([1, 3], mask=[0, 1])),
+    "masked into": lambda m: rearr.scatter(np.ones(4), "k -> n[i]", "sum", i=np.array([0, 0, 1, 1]), into=m[:2]),
+    "list of masked": lambda m: rearr.rearrange([m, m], "s n -> n s"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(MASKED_CALLS))
+def test_masked_arrays_are_refused_with_a_fix(call):
+    # reduce honoured the mask (sum 8) while scatter added the masked 2.0 in: refuse them all alike.
+    e = raises_rearr(lambda: MASKED_CALLS[call](MASKED), "RA500")
+    assert "masked" in e.message and "filled" in e.hint
+
+
+def test_masked_array_fix_hint_works():
+    m = MASKED
+    assert rearr.reduce(m.filled(0), "n -> ", "sum") == m.sum()
+    data = rearr.rearrange(np.ma.getdata(m), "(a b) -> b a", a=2)
+    mask = rearr.rearrange(np.ma.getmaskarray(m), "(a b) -> b a", a=2)
+    kept = np.ma.array(data, mask=mask)
+    np.testing.assert_array_equal(kept.mask, m.reshape(2, 2).T.mask)
+    assert kept.sum() == m.sum()
+
+
+def _worker_error() -> None:
+    rearr.rearrange(np.zeros(5), "(a b) -> a b", a=2)
+
+
+def test_rearr_error_round_trips_copy_pickle_and_process_pools():
+    import concurrent.futures
+    import copy
+    import pickle
+
+    e = raises_rearr(_worker_error, "RA302")
+    for twin in (copy.copy(e), copy.deepcopy(e), pickle.loads(pickle.dumps(e))):
+        assert type(twin) is RearrError and str(twin) == str(e), str(twin)
+        assert (twin.code, twin.message, twin.col, twin.hint, twin.shape, twin.op) == \
+            (e.code, e.message, e.col, e.hint, e.shape, e.op)
+    with concurrent.futures.ProcessPoolExecutor(1) as pool:
+        with pytest.raises(RearrError) as info:
+            pool.submit(_worker_error).result()
+    assert str(info.value) == str(e)
+    assert not str(e).startswith("RA100: RA302")
+
+
+def test_rearr_error_is_a_runtime_error_and_a_value_error():
+    # einops' EinopsError is a RuntimeError: code that catches it keeps working after a migration.
+    for kind in (RuntimeError, ValueError):
+        with pytest.raises(kind):
+            rearr.rearrange(np.zeros(5), "(a b) -> a b", a=2)
+
+
+@pytest.mark.parametrize("pattern, col", [("a\tb -> c", 8), ("a\t\tb c -> b", 4), ("字 b -> b q", 9),
+                                          ("\tab -> cd", 7)])
+def test_caret_lines_up_under_tabs_and_wide_characters(pattern, col):
+    lines = str(RearrError("x", pattern=pattern, col=col, op="rearrange")).splitlines()
+    text, caret = lines[1], lines[2]
+    assert caret.endswith("^")
+
+    def screen(s: str) -> int:  # the column a terminal shows, with 8-column tab stops
+        out = 0
+        for ch in s:
+            out = (out // 8 + 1) * 8 if ch == "\t" else out + (2 if ch == "字" else 1)
+        return out
+
+    prefix = text[: text.index(pattern)]
+    assert screen(caret[:-1]) == screen(prefix + pattern[:col])

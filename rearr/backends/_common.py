@@ -25,6 +25,16 @@ def bad_index_dtype(name: str, dtype: object, text: str) -> RearrError:
     )
 
 
+def beyond_int64(name: str, text: str, value: int, position: tuple[int, ...]) -> RearrError:
+    """An unsigned 64-bit index value that no axis reaches (it would wrap to a negative int64)."""
+    return RearrError(
+        f"index {name!r} holds {value} at position {position}, larger than any axis can be (2**63 - 1)",
+        code="RA501",
+        pattern=text,
+        hint="index values must lie in -n <= i < n for an axis of length n",
+    )
+
+
 def out_of_range(use: IndexUse, text: str, value: int, position: tuple[int, ...]) -> RearrError:
     n = use.length
     return RearrError(

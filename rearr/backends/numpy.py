@@ -28,7 +28,22 @@ TENSOR = np.ndarray
 
 
 def accepts(x: object) -> bool:
+    if isinstance(x, np.ma.MaskedArray):
+        raise masked_input("a masked array")
     return isinstance(x, np.ndarray | np.generic)
+
+
+def masked_input(what: str) -> RearrError:
+    # numpy's own functions honour a mask in some calls (x.sum) and drop it in others (np.add.at,
+    # np.asarray): rather than a result that depends on which one a plan uses, refuse it.
+    return RearrError(
+        f"{what} is not accepted: numpy honours masks in some of the calls a plan uses and drops "
+        "them in others",
+        code="RA500",
+        hint="pass x.filled(v) with the value masked entries should count as (0 for a sum), or "
+        "np.ma.getdata(x); to keep a mask, run the pattern on np.ma.getmaskarray(x) as well and "
+        "rebuild with np.ma.array(data, mask=mask)",
+    )
 
 
 def stack(xs: list) -> np.ndarray:
@@ -100,13 +115,19 @@ def reduce(step: Reduce):
 
 
 def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.ndarray:
+    if isinstance(value, np.ma.MaskedArray):  # np.asarray would drop the mask
+        raise masked_input(f"a masked index {name!r}")
     try:
         t = np.asarray(value)
     except (TypeError, ValueError):  # ragged lists
         raise _common.not_an_index(name, value, text) from None
     if not np.issubdtype(t.dtype, np.integer):
         raise _common.bad_index_dtype(name, t.dtype, text)
-    return t.astype(np.intp, copy=False)
+    i = t.astype(np.intp, copy=False)
+    if t.dtype.kind == "u" and t.dtype.itemsize >= i.dtype.itemsize and t.size and (i < 0).any():
+        at = tuple(int(k) for k in np.argwhere(i < 0)[0])  # values >= 2**63 wrapped: report the one passed
+        raise _common.beyond_int64(name, text, int(t[at]), at)
+    return i
 
 
 def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:

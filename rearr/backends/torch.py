@@ -25,7 +25,8 @@ from . import compile_plan as _compile
 
 name = "torch"
 TENSOR = torch.Tensor
-_INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+_INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32,
+               torch.uint64)
 
 
 def accepts(x: object) -> bool:
@@ -133,6 +134,11 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
             raise RearrError(f"index {name!r} is on the meta device: it has no values to index with",
                              code="RA500", pattern=text, hint=f"pass {name}= with real values, on {like.device}")
         t = t.to(like.device)
+    if t.dtype == torch.uint64 and t.numel() and t.device.type != "meta":
+        wrapped = t.view(torch.int64) < 0  # values >= 2**63, which .long() would turn negative
+        if wrapped.any():
+            at = tuple(wrapped.nonzero()[0].tolist())
+            raise _common.beyond_int64(name, text, int(t.view(torch.int64)[at]) + 2**64, at)
     return t if t.dtype == torch.int64 else t.long()
 
 
