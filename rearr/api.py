@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from . import planner, recipe
+from . import planner, policy, recipe
 from .backends import _BY_TYPE, backend_for, compile_plan
 from .errors import RearrError
 
@@ -79,6 +79,8 @@ def _run(
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
+    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refusal
+        raise policy.refusal(e, _BY_TYPE.get(type(tensor)) or backend_for(tensor), (tensor, *kwargs.values())) from e
 
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
@@ -150,6 +152,8 @@ def _check_into(into: Any, x: Any, backend: Any) -> None:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
                          f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
                          hint="convert one of them, so that the result's dtype is not a guess")
+    if hasattr(backend, "check_into"):
+        backend.check_into(into, x)
 
 
 def _shape_of(tensor: Any) -> object:
@@ -232,6 +236,9 @@ def scatter(
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(src), op="scatter") from None
+    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refusal
+        raise policy.refusal(e, _BY_TYPE.get(type(src)) or backend_for(src),
+                             (src, into, *lengths_and_indices.values())) from e
 
 
 def einsum(*tensors_and_pattern: Any) -> Any:

@@ -750,3 +750,142 @@ def test_caret_lines_up_under_tabs_and_wide_characters(pattern, col):
 
     prefix = text[: text.index(pattern)]
     assert screen(caret[:-1]) == screen(prefix + pattern[:col])
+
+
+SCATTER = {"numpy": lambda x, r, **kw: rearr.scatter(x, "k -> n[i]", r, i=np.array([0, 0, 1, 1]), n=3, **kw),
+           "torch": lambda x, r, **kw: rearr.scatter(x, "k -> n[i]", r, i=torch.tensor([0, 0, 1, 1]), n=3, **kw)}
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scatter_max_min_of_complex_is_ra400(backend, dtype, reduction):
+    # numpy leaked "Invalid integer data type 'c'", torch NotImplementedError: the policy copy that was missed.
+    x = np.arange(4).astype(dtype)
+    raises_rearr(lambda: SCATTER[backend](x if backend == "numpy" else torch.from_numpy(x), reduction), "RA400")
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean", "max", "min", "prod", "set"])
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[s]", "object", "<U3"])
+def test_scatter_and_reduce_of_non_numbers_is_a_rearr_error(dtype, reduction):
+    x = np.arange(4).astype(dtype)
+    e = raises_rearr(lambda: SCATTER["numpy"](x, reduction))
+    assert e.code in ("RA400", "RA500")
+    if reduction != "set":
+        raises_rearr(lambda: rearr.reduce(x, "(a b) -> a", reduction, a=2))
+    np.testing.assert_array_equal(rearr.rearrange(x, "(a b) -> b a", a=2), x.reshape(2, 2).T)
+    fix = SCATTER["numpy"](x.astype("datetime64[s]").view("i8"), "max") if dtype.startswith("datetime") else None
+    assert fix is None or fix.dtype == np.int64
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype, fill", [("int8", 300), ("int8", -129), ("uint8", -1), ("uint8", 256),
+                                         ("int64", 2.5), ("int32", float("nan")), ("int16", float("inf")),
+                                         ("bool", 2), ("float16", 1e6), ("float32", 1e300), ("float64", 1j),
+                                         ("int64", 2**63)])
+@pytest.mark.parametrize("reduction", ["sum", "max", "set"])
+def test_scatter_fill_that_the_dtype_cannot_hold_is_ra500(backend, dtype, fill, reduction):
+    # int8 fill=300 leaked OverflowError/RuntimeError; uint8 fill=-1 became 255 silently on torch;
+    # fill=2.5 into int became 2 silently on both.
+    x = np.arange(4).astype(dtype) if reduction == "set" else np.ones(4, dtype=dtype)
+    i = np.array([0, 1, 2, 3]) if reduction == "set" else np.array([0, 0, 1, 1])
+    src, idx = (x, i) if backend == "numpy" else (torch.from_numpy(x), torch.from_numpy(i))
+    e = raises_rearr(lambda: rearr.scatter(src, "k -> n[i]", reduction, i=idx, n=5, fill=fill), "RA500")
+    assert "fill=" in e.message
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype, fill, held", [("int8", 127, 127), ("uint8", 255, 255), ("int64", 2.0, 2),
+                                               ("float16", float("-inf"), float("-inf")), ("bool", 1, True),
+                                               ("complex64", 1 + 2j, 1 + 2j), ("float32", 3 + 0j, 3.0),
+                                               ("int64", -(2**63), -(2**63))])
+def test_scatter_fill_that_the_dtype_holds_is_kept_exactly(backend, dtype, fill, held):
+    x = np.ones(2, dtype=dtype)
+    src = x if backend == "numpy" else torch.from_numpy(x)
+    i = np.array([0, 0]) if backend == "numpy" else torch.tensor([0, 0])
+    reduction = "sum" if dtype.startswith("complex") else "max"
+    out = to_numpy(rearr.scatter(src, "k -> n[i]", reduction, i=i, n=3, fill=fill))
+    assert out.dtype == x.dtype and out[1] == held and out[2] == held
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scatter_result_too_many_bytes_is_ra305(backend):
+    # numpy said "array is too big": 2**60 elements fit int64, 2**63 bytes do not.
+    x = np.ones(4) if backend == "numpy" else torch.ones(4, dtype=torch.float64)
+    i = np.array([0, 0, 1, 1]) if backend == "numpy" else torch.tensor([0, 0, 1, 1])
+    e = raises_rearr(lambda: rearr.scatter(x, "k -> n[i]", "sum", i=i, n=2**60), "RA305")
+    assert "bytes" in e.message
+
+
+def test_dtype_rules_live_in_one_place():
+    # The founders' rule: integer mean and complex min/max are decided by rearr.policy, not per backend.
+    import inspect
+
+    import rearr.backends._common as common
+    import rearr.backends.numpy as nb
+    import rearr.backends.torch as tb
+    for module in (nb, tb, common):
+        source = inspect.getsource(module)
+        assert "mean_of_integers" not in source and "complex_order" not in source and "iscomplex" not in source
+
+
+# --- torch dtypes and layouts that torch stores but runs few ops on (issue 11, item 9) -------------
+
+
+TORCH_STORED = ["uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2"]
+
+
+@pytest.mark.parametrize("dtype", TORCH_STORED)
+def test_torch_stored_only_dtypes_rearrange_or_refuse(dtype):
+    x = torch.arange(6).reshape(2, 3).to(getattr(torch, dtype))
+    out = rearr.rearrange(x, "a b -> b a")
+    assert out.dtype == x.dtype and torch.equal(out.view(torch.uint8) if out.element_size() == 1 else out,
+                                                x.t().view(torch.uint8) if x.element_size() == 1 else x.t())
+    assert rearr.repeat(x, "a b -> a b r", r=2).shape == (2, 3, 2)
+    for call in (lambda: rearr.reduce(x, "a b -> a", "sum"), lambda: rearr.reduce(x, "a b -> a", "max"),
+                 lambda: rearr.rearrange(x, "a n[i] -> a k", i=torch.zeros(2, 2, dtype=torch.long)),
+                 lambda: rearr.scatter(x, "a k -> a n[i]", "set", i=torch.zeros(2, 3, dtype=torch.long), n=4)):
+        e = raises_rearr(call, "RA500")
+        assert "convert" in e.hint
+
+
+def test_torch_quantized_tensor_rearranges_and_refuses_arithmetic():
+    x = torch.quantize_per_tensor(torch.randn(4, 6), 0.1, 0, torch.qint8)
+    out = rearr.rearrange(x, "a (b c) -> c a b", c=2)
+    assert torch.equal(out.dequantize(), x.dequantize().reshape(4, 3, 2).permute(2, 0, 1))
+    raises_rearr(lambda: rearr.reduce(x, "a b -> a", "sum"), "RA500")
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr", "nested"])
+def test_torch_sparse_and_nested_tensors_work_or_refuse(layout):
+    dense = torch.randn(4, 6)
+    x = {"sparse_coo": dense.to_sparse, "sparse_csr": dense.to_sparse_csr,
+         "nested": lambda: torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(3, 3)])}[layout]()
+    calls = {"transpose": (lambda t: rearr.rearrange(t, "a b -> b a"), lambda d: d.t()),
+             "split": (lambda t: rearr.rearrange(t, "a (b c) -> a b c", c=2), lambda d: d.reshape(4, 3, 2)),
+             "reduce": (lambda t: rearr.reduce(t, "a b -> a", "sum"), lambda d: d.sum(1)),
+             "gather": (lambda t: rearr.rearrange(t, "a n[i] -> a k", i=torch.zeros(4, 2, dtype=torch.long)),
+                        lambda d: d[:, [0, 0]]),
+             "scatter": (lambda t: rearr.scatter(t, "a k -> a n[i]", "sum", i=torch.zeros(4, 6, dtype=torch.long),
+                                                 n=2), None)}
+    for name, (call, expect) in calls.items():
+        got = outcome(lambda c=call: c(x))
+        if isinstance(got, RearrError):
+            assert got.code == "RA500" and "dense" in got.hint, name
+        else:
+            assert layout != "nested"
+            result = got.to_dense() if got.layout != torch.strided else got
+            torch.testing.assert_close(result, expect(dense), msg=name)
+
+
+def test_torch_inference_tensor_as_into():
+    with torch.inference_mode():
+        into = torch.zeros(4, 3)
+    src, i = torch.ones(4, 6, requires_grad=True), torch.zeros(4, 6, dtype=torch.long)
+    e = raises_rearr(lambda: rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into), "RA500")
+    assert "into=into.clone()" in e.hint
+    out = rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into.clone())  # the hint, applied
+    out.sum().backward()
+    assert torch.equal(out[:, 0], torch.full((4,), 6.0)) and src.grad is not None
+    with torch.no_grad():
+        assert torch.equal(rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into)[:, 0], torch.full((4,), 6.0))

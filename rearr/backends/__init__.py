@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
+from .. import policy
 from ..errors import RearrError
 
 # (framework module that must already be imported, rearr backend module)
@@ -44,5 +45,7 @@ def backend_for(x: object) -> ModuleType:
 
 
 def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
-    """Each step as the backend's native call(s), ready to run."""
-    return tuple(getattr(backend, type(step).__name__.lower())(step) for step in steps)
+    """Each step as the backend's native call(s), ready to run, after the plan's dtype check if it needs one."""
+    calls = tuple(getattr(backend, type(step).__name__.lower())(step) for step in steps)
+    check = policy.prelude(steps, backend)
+    return calls if check is None else (check, *calls)

@@ -8,14 +8,6 @@ from ..planner import Coord, IndexUse
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
 
 
-def mean_of_integers(dtype: object) -> RearrError:
-    return RearrError(
-        f"'mean' of a tensor of {dtype} is ambiguous (numpy would give float64, torch refuses)",
-        code="RA400",
-        hint="cast to a floating dtype first: x.astype(np.float32) or x.float()",
-    )
-
-
 def bad_index_dtype(name: str, dtype: object, text: str) -> RearrError:
     return RearrError(
         f"index {name!r} has dtype {dtype}; an index holds integers",
@@ -73,14 +65,6 @@ def identity_perm(perm: tuple[int, ...]) -> bool:
 def coord_layout(c: Coord) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """The permutation (None when identity) and view shape of one coordinate."""
     return (None if identity_perm(c.perm) else c.perm), c.shape
-
-
-def complex_order(reduction: str) -> RearrError:
-    return RearrError(
-        f"'{reduction}' of complex numbers is undefined (numpy orders them lexicographically, torch refuses)",
-        code="RA400",
-        hint="reduce the real part, the magnitude (abs) or the angle instead",
-    )
 
 
 def not_an_index(name: str, value: object, text: str) -> RearrError:

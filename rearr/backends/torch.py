@@ -49,6 +49,52 @@ def is_float(x: torch.Tensor) -> bool:
     return x.is_floating_point() or x.is_complex()
 
 
+# torch stores uint16/32/64 and float8 but has few kernels for them: 'other' to rearr.policy.
+_KINDS = {torch.bool: "bool", torch.uint8: "uint",
+          **{d: "int" for d in (torch.int8, torch.int16, torch.int32, torch.int64)},
+          **{d: "float" for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)},
+          **{d: "complex" for d in (torch.complex32, torch.complex64, torch.complex128)}}
+
+
+def dtype_kind(x: torch.Tensor) -> str:
+    """The dtype's kind for rearr.policy: bool, int, uint, float, complex or other."""
+    return _KINDS.get(x.dtype, "other")
+
+
+def dtype_range(x: torch.Tensor) -> tuple:
+    """The least and greatest finite value of the dtype (of a number kind)."""
+    if x.dtype == torch.bool:
+        return 0, 1
+    dtype = x.dtype.to_real() if x.is_complex() else x.dtype
+    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+    return info.min, info.max
+
+
+def itemsize(x: torch.Tensor) -> int:
+    return x.element_size()
+
+
+def unusual(x: object) -> str | None:
+    """What makes x a tensor that torch runs few ops on (sparse, nested), or None.
+
+    Asked only after torch has failed, so the hot path never pays for it.
+    """
+    if not isinstance(x, torch.Tensor):
+        return None
+    if x.is_nested:
+        return "a nested tensor"
+    if x.layout != torch.strided:
+        return f"a tensor of layout {x.layout}"
+    return None
+
+
+def check_into(into: torch.Tensor, x: torch.Tensor) -> None:
+    if into.is_inference() and x.requires_grad and torch.is_grad_enabled():
+        raise RearrError("into= is an inference tensor, which autograd cannot save for the gradient of src",
+                         code="RA500", hint="pass into=into.clone() made outside torch.inference_mode(), "
+                         "or run the scatter inside it")
+
+
 # --- plain steps -------------------------------------------------------------
 
 
@@ -78,12 +124,8 @@ def reduce(step: Reduce):
         return lambda x, env: r(x, axes)
     if not axes:  # torch reads dim=() as every dim: reduce nothing by hand, with numpy's dtypes
         return _reduce_nothing(r)
-    if r == "mean":
-        def mean(x, env):
-            if not is_float(x):
-                raise _common.mean_of_integers(x.dtype)
-            return x.mean(axes)
-        return mean
+    if r == "mean":  # rearr.policy refuses integer means before the plan runs
+        return lambda x, env: x.mean(axes)
     if r == "prod":  # torch.prod takes one dim at a time
         def prod(x, env):
             for a in sorted(axes, reverse=True):
@@ -91,12 +133,6 @@ def reduce(step: Reduce):
             return x
         return prod
     fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "any": torch.any, "all": torch.all}[r]
-    if r in ("max", "min"):
-        def extreme(x, env):
-            if x.is_complex():
-                raise _common.complex_order(r)
-            return fn(x, axes)
-        return extreme
     if r in ("any", "all"):  # torch keeps uint8 for uint8 input; numpy gives bool
         return lambda x, env: fn(x, axes).bool()
     return lambda x, env: fn(x, axes)
@@ -104,10 +140,6 @@ def reduce(step: Reduce):
 
 def _reduce_nothing(r: str):
     def run(x, env):
-        if r == "mean" and not is_float(x):
-            raise _common.mean_of_integers(x.dtype)
-        if r in ("max", "min") and x.is_complex():
-            raise _common.complex_order(r)
         if r in ("any", "all"):
             return x != 0
         if r in ("sum", "prod") and not is_float(x):  # torch sums integers and bools in int64
@@ -234,8 +266,6 @@ def scatterrows(step: ScatterRows):
     flat_fn = _flat(step.coords, step.space)
 
     def run(x, env):
-        if reduction == "mean" and not is_float(x):
-            raise _common.mean_of_integers(x.dtype)
         flat = flat_fn(env, x)
         base = _common.arranged_into(env, into_calls)
         fill = env.get("fill", 0)
@@ -270,8 +300,6 @@ def scatteralong(step: ScatterAlong):
     expand = step.coord.shape != src_shape
 
     def run(x, env):
-        if reduction == "mean" and not is_float(x):
-            raise _common.mean_of_integers(x.dtype)
         idx = coord(env, x)
         if expand:
             idx = idx.expand(*src_shape)
