@@ -121,7 +121,7 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
     key = []
     for name, value in kwargs.items():
         kind = value.__class__
-        if kind is tensor:
+        if kind is tensor and value.ndim:  # a 0-d tensor may be a length: the careful path tells
             key.append((name, value.shape))
         elif kind is int:
             key.append((name, value))

@@ -7,6 +7,7 @@ reports): `validate` returns the RearrError instead of raising it.
 from __future__ import annotations
 
 import numbers
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -129,12 +130,26 @@ def validate(
 
 
 def check_length_value(recipe: Recipe, name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= INT64_MAX:
+    """The int a length keyword stands for (the cache key is always that int), or RA305."""
+    number = value if isinstance(value, numbers.Integral) else _zero_d_integer(value)
+    if isinstance(value, bool) or number is None or not 0 <= int(number) <= INT64_MAX:
         raise _err(
             recipe.text, "RA305", f"length {name}={value!r} is not a non-negative integer",
             recipe.col(name), f"pass an int, e.g. {name}=4",
         )
-    return int(value)
+    return int(number)
+
+
+def _zero_d_integer(value: object) -> int | None:
+    """A 0-d integer array or tensor as einops accepts it (np.array(2), torch.tensor(2), and
+    x.shape[0] under torch.jit.trace), else None. Bools and floats are not lengths."""
+    dtype = getattr(value, "dtype", None)
+    if getattr(value, "shape", None) != () or dtype is None or "bool" in str(dtype):
+        return None
+    try:
+        return operator.index(value)  # integer dtypes only: 2.0 is refused here, as a float is
+    except TypeError:
+        return None
 
 
 # --- the parts of analyze ----------------------------------------------------

@@ -889,3 +889,38 @@ def test_torch_inference_tensor_as_into():
     assert torch.equal(out[:, 0], torch.full((4,), 6.0)) and src.grad is not None
     with torch.no_grad():
         assert torch.equal(rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into)[:, 0], torch.full((4,), 6.0))
+
+
+# --- lengths as 0-d arrays and tensors (issue 11, item 11) ------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("length", [np.array(2), np.array(2, dtype=np.uint8), torch.tensor(2),
+                                    torch.tensor(2, dtype=torch.int32)], ids=repr)
+def test_zero_d_integer_lengths_are_accepted_as_einops_accepts_them(backend, length):
+    x = np.arange(12.0).reshape(6, 2) if backend == "numpy" else torch.arange(12.0).reshape(6, 2)
+    out = rearr.rearrange(x, "(a c) d -> a c d", c=length)
+    assert tuple(out.shape) == (3, 2, 2)
+    assert tuple(rearr.repeat(x, "n d -> n d r", r=length).shape) == (6, 2, 2)
+    idx = np.array([1, 0]) if backend == "numpy" else torch.tensor([1, 0])
+    assert tuple(rearr.scatter(x, "n d -> n m[i: d]", "sum", i=idx, m=length).shape) == (6, 2)
+    before = rearr.api._compiled.cache_info().currsize
+    rearr.rearrange(x, "(a c) d -> a c d", c=2)  # keyed on the int: no new plan
+    assert rearr.api._compiled.cache_info().currsize == before
+    np.testing.assert_array_equal(to_numpy(out), to_numpy(rearr.rearrange(x, "(a c) d -> a c d", c=2)))
+
+
+@pytest.mark.parametrize("length", [np.array(2.0), torch.tensor(2.0), np.array(True), torch.tensor(True),
+                                    torch.tensor([2]), np.array([2]), np.array(-1), torch.tensor(-3)], ids=repr)
+def test_zero_d_lengths_that_are_not_non_negative_integers_are_ra305(length):
+    raises_rearr(lambda: rearr.rearrange(np.zeros(6), "(a c) -> a c", c=length), "RA305")
+
+
+def test_shape_under_jit_trace_is_a_length():
+    def f(x):
+        return rearr.rearrange(x, "(a c) d -> a c d", c=x.shape[1])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TracerWarning: the length is a constant of the trace
+        traced = torch.jit.trace(f, torch.zeros(4, 2))
+    assert tuple(traced(torch.arange(8.0).reshape(4, 2)).shape) == (2, 2, 2)
