@@ -8,6 +8,7 @@ a tensor: only shapes, so plans are cached on (pattern, shapes, lengths).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from .errors import RearrError
@@ -489,7 +490,8 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
             raise _err(recipe, "RA304",
                        f"index {spec.name!r} has {len(shape)} dimensions, "
                        f"the pattern gives it {len(spec.axes)}: {axes}",
-                       spec.col, _index_hint(recipe, spec, shape, guess=_guess_axes(spec.axes, shape, lens.value)))
+                       spec.col, _index_hint(recipe, spec, shape, guess=_guess_axes(spec.axes, shape, lens.value),
+                                             known=lens.value))
         for axis, n in zip(spec.axes, shape):
             if axis in lens.value and lens.value[axis] != n:
                 raise _err(recipe, "RA303",
@@ -527,12 +529,41 @@ def _index_hint(
         keep = [a for a, m in zip(spec.axes, shape) if not (m == 1 and known.get(a, 1) != 1)]
         return (f"an index is never broadcast silently; to share one index across {_show(axis or '')}, "
                 f"declare the axes it has, {_with_axes(recipe, spec, keep)!r}, and drop its length-1 axes")
+    if n is not None and known and n > known.get(axis or "", n):  # longer than the tensor: cut the index
+        m = known[axis or ""]
+        cut = "[" + ", ".join([":"] * spec.axes.index(axis) + [f":{m}"]) + "]"
+        return (f"the index is longer than the tensor along {_show(axis or '')}; to use its first {m}, "
+                f"pass {spec.name}={spec.name}{cut}")
     if n is not None:  # torch.gather would silently use the first rows only
         return (f"an index is never truncated silently; to index only the first {n} along {_show(axis or '')}, "
                 f"as torch.gather would, slice the tensor first, e.g. x{_slice(recipe, axis or '', n)}")
-    if guess:
+    if guess is not None:  # [] for a 0-d index: '[i:]', one value shared by every position
         return f"declare the axes the index has, after ':': {_with_axes(recipe, spec, guess)!r}"
+    fresh = _with_new_axes(recipe, spec, shape, known or {})
+    if fresh is not None:
+        return f"declare the axes the index has, after ':', the new ones on the output too: {fresh!r}"
+    want = tuple((known or {}).get(a) for a in spec.axes)
+    if None not in want:
+        return f"pass an index of shape {want} (axes {' '.join(spec.axes)})"
     return f"declare the axes the index has after ':', e.g. '[{spec.name}: b k]', to match its shape {tuple(shape)}"
+
+
+def _with_new_axes(recipe: Recipe, spec: IndexSpec, shape, known: dict[str, int]) -> str | None:
+    """For a gather whose index has more axes than the output: the pattern with each index axis
+    named (the output's where lengths match, in order, new ones otherwise) and the new ones output."""
+    if spec.name not in {s.name for s in recipe.gathers} or any(a.startswith(ELLIPSIS) for a in spec.axes):
+        return None
+    taken = {n for dims in recipe.inputs + recipe.outputs for d in dims for n in d.names} | set(known)
+    rest, axes, new = list(spec.axes), [], []
+    for n in shape:
+        if rest and known.get(rest[0], n) == n:  # an axis only the index gives takes its length
+            axes.append(rest.pop(0))
+            continue
+        name = next(f"k{j}" if j else "k" for j in range(len(taken) + 2) if (f"k{j}" if j else "k") not in taken)
+        taken.add(name)
+        axes.append(name)
+        new.append(name)
+    return f"{_with_axes(recipe, spec, axes)} {' '.join(new)}"
 
 
 def _slice(recipe: Recipe, axis: str, n: int) -> str:
@@ -550,7 +581,17 @@ def _with_axes(recipe: Recipe, spec: IndexSpec, axes: list[str]) -> str:
     end = text.find("]", spec.col)
     if any(a.startswith(ELLIPSIS) for a in axes) or end < 0:
         return text
-    return f"{text[:spec.col]}{spec.name}: {' '.join(axes)}{text[end:]}"
+    out = f"{text[:spec.col]}{spec.name}:{''.join(' ' + a for a in axes)}{text[end:]}"
+    if spec.name in {s.name for s in recipe.gathers} and "->" in out:
+        # An output axis that only the index gave a length is gone with the index's axis: drop it too.
+        given = {n for d in recipe.inputs[0] for n in d.names}
+        left, right = out.split("->", 1)
+        for a in spec.axes:
+            if a not in axes and a not in given:
+                right = re.sub(rf"(?<!\w){re.escape(a)}(?!\w)", "", right)
+        right = " ".join(right.split()).replace("( ", "(").replace(" )", ")")
+        out = f"{left}-> {right}" if right else f"{left}->"
+    return out
 
 
 def _into_lengths(recipe: Recipe, outs: tuple[Dim, ...], into_shape: tuple[int, ...], lens: _Lengths) -> None:

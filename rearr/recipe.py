@@ -348,6 +348,12 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         if name in index_names:
             continue
         if name not in known:
+            missing = [s for s in gathers + scatters if s.name not in length_names]
+            if missing:  # most likely a misspelt index: name it, where it is
+                wanted = " or ".join(f"{s.name}=" for s in missing)
+                raise _err(text, "RA300", f"keyword {name}= names no axis or index of the pattern, and index "
+                           f"{missing[0].name!r} was not passed", missing[0].col,
+                           f"if {name}= is the index, rename it to {wanted}")
             raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
                        f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
     del both_sides

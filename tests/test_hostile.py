@@ -924,3 +924,61 @@ def test_shape_under_jit_trace_is_a_length():
         warnings.simplefilter("ignore")  # TracerWarning: the length is a constant of the trace
         traced = torch.jit.trace(f, torch.zeros(4, 2))
     assert tuple(traced(torch.arange(8.0).reshape(4, 2)).shape) == (2, 2, 2)
+
+
+# --- fix hints that work when applied (issue 11, item 14) ----------------------------------------------
+
+
+HINT_CASES = [  # (pattern, input shape, index shape); each fails, and its hint is applied
+    ("b n[i] -> b k", (2, 3), (5, 3)),  # the index is longer than the tensor along b
+    ("b n[i] c -> b k c", (2, 3, 4), (5, 3, 4)),
+    ("b n[i] -> b k", (2, 3), ()),  # 0-d index: '[i:]'
+    ("b n[i] -> b", (2, 3), ()),
+    ("b n[i] c -> b k c", (2, 3, 4), ()),
+    ("b n[i] -> b", (2, 3), (2, 2, 2)),  # more axes than the output has
+    ("b n[i] -> b k", (2, 3), (2, 3, 2)),
+    ("b n[i] -> b", (2, 3), (5, 3)),
+    ("b n[i] -> b", (2, 3), (2, 1)),
+    ("b n[i] c -> b k c", (2, 3, 4), (2, 4)),  # fewer axes: declared
+    ("b n[i] -> b k", (3, 5), (2, 4)),  # shorter than the tensor: slice the tensor
+]
+
+
+def _apply_hint(hint: str, pattern: str, x, i):
+    import re
+    sliced = re.search(r"pass i=i(\[[^\]]*\])", hint)
+    if sliced:
+        return pattern, x, eval(f"i{sliced.group(1)}")  # noqa: S307 -- a slice of our own hint
+    cut = re.search(r"e\.g\. x(\[[^\]]*\])", hint)
+    if cut:
+        return pattern, eval(f"x{cut.group(1)}"), i  # noqa: S307
+    quoted = re.findall(r"'([^']*->[^']*)'", hint)
+    assert quoted, hint
+    return quoted[-1], x, i
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("pattern, shape, index_shape", HINT_CASES)
+def test_index_fix_hints_work_when_applied(backend, pattern, shape, index_shape):
+    x = rng.standard_normal(shape)
+    i = rng.integers(0, shape[1], size=index_shape)
+    if backend == "torch":
+        x, i = torch.from_numpy(x), torch.from_numpy(i)
+    e = raises_rearr(lambda: rearr.rearrange(x, pattern, i=i))
+    assert e.code in ("RA303", "RA304"), e
+    fixed, x2, i2 = _apply_hint(e.hint, pattern, x, i)
+    out = outcome(lambda: rearr.rearrange(x2, fixed, i=i2))
+    assert not isinstance(out, RearrError), f"hint {e.hint!r} applied: {out}"
+    n = np.asarray(to_numpy(x2))
+    idx = np.asarray(to_numpy(i2))
+    assert_matches(out, reference("rearrange", n, fixed, i=idx))
+
+
+def test_misspelt_index_keyword_names_the_index_and_the_rename_works():
+    x, i = np.arange(6.0).reshape(2, 3), np.array([2, 0])
+    e = raises_rearr(lambda: rearr.rearrange(x, "b n[idx] -> b", idz=i), "RA300")
+    assert "'idx'" in e.message and "rename it to idx=" in e.hint
+    assert e.col == "b n[idx] -> b".index("idx")
+    np.testing.assert_array_equal(rearr.rearrange(x, "b n[idx] -> b", idx=i), [2.0, 3.0])
+    e = raises_rearr(lambda: rearr.scatter(x, "b k -> b m[j]", "sum", jj=np.zeros((2, 3), dtype=int), m=2), "RA300")
+    assert "rename it to j=" in e.hint
