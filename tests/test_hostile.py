@@ -9,6 +9,7 @@ index tensors of the wrong dtype.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -982,3 +983,17 @@ def test_misspelt_index_keyword_names_the_index_and_the_rename_works():
     np.testing.assert_array_equal(rearr.rearrange(x, "b n[idx] -> b", idx=i), [2.0, 3.0])
     e = raises_rearr(lambda: rearr.scatter(x, "b k -> b m[j]", "sum", jj=np.zeros((2, 3), dtype=int), m=2), "RA300")
     assert "rename it to j=" in e.hint
+
+
+@pytest.mark.parametrize("pattern, shape, c", [("h -> (h c)", (1,), 3), ("h -> (h c)", (4,), 3),
+                                               ("h -> (h c)", (4,), 1), ("h -> (c h)", (1,), 3),
+                                               ("h -> (c h)", (4,), 3), ("h -> h c", (4,), 3),
+                                               ("a b -> (a c) b", (1, 3), 2), ("a b -> (a c) b", (2, 3), 2),
+                                               ("a b -> a (b c)", (2, 1), 5)])
+def test_repeat_is_writable_exactly_when_explain_says_it_copies(pattern, shape, c):
+    # README promised "h -> (h c)" is fresh and writable; with h = 1 it is a read-only stride-0 view.
+    x = np.arange(math.prod(shape)).reshape(shape)
+    out = rearr.repeat(x, pattern, c=c)
+    is_view = "result: a view" in str(rearr.explain(pattern, shape, op="repeat", c=c))
+    assert out.flags.writeable == (not is_view or c == 1)  # c = 1 repeats nothing: a view, as rearrange's
+    assert np.shares_memory(out, x) == is_view
