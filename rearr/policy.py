@@ -6,9 +6,11 @@ holds). From those answers this module decides, the same way for every backend:
 
 - 'mean' needs a floating or complex dtype (numpy would give float64, torch refuses);
 - 'min' / 'max' of complex numbers is undefined (numpy orders them lexicographically);
-- reduce (other than any/all), gather and scatter take numbers only: bool, int,
-  uint, float, complex. 'other' is datetime64, object, strings, and the torch
-  dtypes that torch stores but has few kernels for (uint16/32/64, float8);
+- reduce (other than any/all) and scatter's arithmetic take numbers only: bool,
+  int, uint, float, complex. 'other' is datetime64, object, strings, and the
+  torch dtypes that torch stores but has few kernels for (uint16/32/64, float8,
+  quantized). Gather and scatter 'set' only move values: they take 'other'
+  where the backend can index it (``backend.INDEXES_OTHER``: numpy yes, torch no);
 - a scatter's ``fill=`` must be a value the dtype holds exactly;
 - no tensor of the plan may need more bytes than int64 counts.
 
@@ -60,9 +62,9 @@ def not_numbers(dtype: object, what: str) -> RearrError:
     )
 
 
-def check_reduction(kind: str, dtype: object, reduction: str, what: str) -> None:
+def check_reduction(kind: str, dtype: object, reduction: str, what: str, moves_other: bool = False) -> None:
     """The dtype rules of a named reduction ('set' and the rest of scatter's included)."""
-    if kind == "other" and reduction not in ("any", "all"):
+    if kind == "other" and reduction not in ("any", "all") and not (reduction == "set" and moves_other):
         raise not_numbers(dtype, what)
     if reduction == "mean" and kind not in ("float", "complex"):
         raise mean_of_integers(dtype)
@@ -131,19 +133,25 @@ def prelude(steps: tuple, backend: ModuleType) -> Callable[[Any, Any], Any] | No
     if not reductions and scatter is None and not gather and largest < _SMALL:
         return None
     kind_of, bounds_of, itemsize_of = backend.dtype_kind, backend.dtype_range, backend.itemsize
+    moves_other = backend.INDEXES_OTHER
+    # Dtypes this plan has accepted: every rule but fill='s depends on the dtype alone (the plan
+    # fixes the rest), so a repeated call costs one set look-up.
+    passed: set = set()
 
     def check(x: Any, env: Any) -> Any:
-        kind = kind_of(x)
-        for r in reductions:
-            check_reduction(kind, x.dtype, r, f"reduce '{r}'")
-        if gather and kind == "other":
-            raise not_numbers(x.dtype, "a gather")
-        if scatter is not None:
-            check_reduction(kind, x.dtype, scatter, f"scatter '{scatter}'")
-            if env.get("into") is None and env["fill"] != 0:
-                env["fill"] = check_fill(kind, bounds_of(x), x.dtype, env["fill"])
-        if largest >= _SMALL:
-            check_bytes(largest, itemsize_of(x))
+        if x.dtype not in passed:
+            kind = kind_of(x)
+            for r in reductions:
+                check_reduction(kind, x.dtype, r, f"reduce '{r}'")
+            if gather and kind == "other" and not moves_other:
+                raise not_numbers(x.dtype, f"a gather on {backend.name}")
+            if scatter is not None:
+                check_reduction(kind, x.dtype, scatter, f"scatter '{scatter}'", moves_other)
+            if largest >= _SMALL:
+                check_bytes(largest, itemsize_of(x))
+            passed.add(x.dtype)
+        if scatter is not None and env["fill"] != 0 and env.get("into") is None and kind_of(x) != "other":
+            env["fill"] = check_fill(kind_of(x), bounds_of(x), x.dtype, env["fill"])
         return x
 
     return check

@@ -62,6 +62,7 @@ def is_float(x: np.ndarray) -> bool:
     return np.issubdtype(x.dtype, np.inexact)
 
 
+INDEXES_OTHER = True  # take / fancy indexing move datetime64, object and string arrays too
 _KINDS = {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex"}
 
 

@@ -49,7 +49,8 @@ def is_float(x: torch.Tensor) -> bool:
     return x.is_floating_point() or x.is_complex()
 
 
-# torch stores uint16/32/64 and float8 but has few kernels for them: 'other' to rearr.policy.
+# torch stores uint16/32/64 and float8 but has few kernels for them, not even index_select: 'other'.
+INDEXES_OTHER = False
 _KINDS = {torch.bool: "bool", torch.uint8: "uint",
           **{d: "int" for d in (torch.int8, torch.int16, torch.int32, torch.int64)},
           **{d: "float" for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)},
