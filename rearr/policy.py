@@ -161,8 +161,8 @@ def _elements(step: object) -> int:
     """The elements of the largest tensor a step makes (views included: numpy counts them in bytes too)."""
     if isinstance(step, Reshape | Expand):
         return math.prod(step.shape)
-    if isinstance(step, ScatterRows):
-        return step.rows * math.prod(step.space[1:]) if step.space else step.rows
+    if isinstance(step, ScatterRows):  # (rows, width): the whole result is the Reshape after it
+        return step.rows
     if isinstance(step, ScatterAlong):
         return math.prod(step.shape)
     return 0
