@@ -79,8 +79,9 @@ def _run(
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
-    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refusal
-        raise policy.refusal(e, _BY_TYPE.get(type(tensor)) or backend_for(tensor), (tensor, *kwargs.values())) from e
+    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
+        policy.refuse_unusual(e, _BY_TYPE.get(type(tensor)) or backend_for(tensor), (tensor, *kwargs.values()))
+        raise
 
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
@@ -236,9 +237,10 @@ def scatter(
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(src), op="scatter") from None
-    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refusal
-        raise policy.refusal(e, _BY_TYPE.get(type(src)) or backend_for(src),
-                             (src, into, *lengths_and_indices.values())) from e
+    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
+        policy.refuse_unusual(e, _BY_TYPE.get(type(src)) or backend_for(src),
+                              (src, into, *lengths_and_indices.values()))
+        raise
 
 
 def einsum(*tensors_and_pattern: Any) -> Any:

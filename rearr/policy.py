@@ -100,17 +100,16 @@ def _bad_fill(fill: Any, dtype: object, why: str) -> RearrError:
                       hint="pass a fill= that the dtype holds, or convert the source to a dtype that holds it")
 
 
-def refusal(error: Exception, backend: ModuleType, values: Any) -> Exception:
-    """The RearrError for a backend failure caused by an input the backend runs few ops on
-    (torch's sparse and nested tensors), or ``error`` itself when no input is one."""
+def refuse_unusual(error: Exception, backend: ModuleType, values: Any) -> None:
+    """Raise the RearrError for a backend failure caused by an input the backend runs few ops on
+    (torch's sparse and nested tensors); return when no input is one (the caller re-raises)."""
     unusual = getattr(backend, "unusual", None)
     for v in values if unusual is not None else ():
         what = unusual(v)
         if what is not None:
-            return RearrError(f"{backend.name} cannot run this pattern on {what}: {error}"[:400], code="RA500",
-                              hint="convert it to a dense tensor first: x.to_dense(), or "
-                              "x.to_padded_tensor(0) for a nested one")
-    return error
+            raise RearrError(f"{backend.name} cannot run this pattern on {what}: {error}"[:400], code="RA500",
+                             hint="convert it to a dense tensor first: x.to_dense(), or "
+                             "x.to_padded_tensor(0) for a nested one") from error
 
 
 def check_bytes(elements: int, itemsize: int) -> None:
