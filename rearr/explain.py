@@ -17,7 +17,7 @@ from typing import Any
 from . import planner, recipe
 from .backends._common import SCATTER_NATIVE
 from .errors import RearrError
-from .planner import (
+from .plan import (
     AdvancedIndex,
     Coord,
     Expand,

@@ -22,7 +22,7 @@ from strategies import gather_cases, scatter_cases, transform_cases
 
 import rearr
 from rearr import RearrError, explain
-from rearr.planner import (
+from rearr.plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,

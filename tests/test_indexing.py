@@ -346,11 +346,11 @@ def test_scatter_under_both_lowerings(backend, strategy, reduction):
 
 
 def test_lowering_is_chosen_by_size():
-    from rearr import planner, recipe
+    from rearr import plan, planner, recipe
 
     r = recipe.analyze("b n[idx: b k] c -> b k c", "rearrange", None, ("idx",))
     small = planner.plan(r, (2, 8, 4), (), (("idx", (2, 3)),))
     large = planner.plan(r, (64, 4096, 64), (), (("idx", (64, 1024)),))
-    assert any(isinstance(s, planner.GatherAlong) for s in small.steps)
-    assert any(isinstance(s, planner.TakeRows) for s in large.steps)
-    assert large.steps[0] == planner.Reshape((64 * 4096, 64), True)  # a view: rows move, x is not copied
+    assert any(isinstance(s, plan.GatherAlong) for s in small.steps)
+    assert any(isinstance(s, plan.TakeRows) for s in large.steps)
+    assert large.steps[0] == plan.Reshape((64 * 4096, 64), True)  # a view: rows move, x is not copied

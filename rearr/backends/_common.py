@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import RearrError
-from ..planner import Coord, IndexUse
+from ..plan import Coord, IndexUse
 
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
 

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from ..errors import RearrError
-from ..planner import (
+from ..plan import (
     AdvancedIndex,
     Coord,
     Expand,

@@ -7,7 +7,7 @@ import sys
 import torch
 
 from ..errors import RearrError
-from ..planner import (
+from ..plan import (
     AdvancedIndex,
     Coord,
     Expand,
