@@ -19,9 +19,9 @@ from .backends._common import SCATTER_NATIVE
 from .errors import RearrError
 from .plan import (
     AdvancedIndex,
-    Coord,
     Expand,
     GatherAlong,
+    IndexTerm,
     Permute,
     Plan,
     Reduce,
@@ -244,7 +244,7 @@ def _shape_after(step: Step, shape: tuple[int, ...]) -> tuple[int, ...]:
     if isinstance(step, ScatterRows):
         return (step.rows, shape[1])
     assert isinstance(step, AdvancedIndex)
-    return _broadcast([c.shape for c in step.coords]) + shape[len(step.coords):]
+    return _broadcast([c.shape for c in step.terms]) + shape[len(step.terms):]
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -293,7 +293,7 @@ def _states(plan: Plan) -> list[_State]:
         if cur is None:
             break
         names[i] = cur
-    cur, eff = plan.out_dims, dict(length)
+    cur, lengths_before = plan.out_dims, dict(length)
     for i in range(len(plan.steps), -1, -1):
         if names[i] is None:
             names[i] = cur
@@ -301,8 +301,8 @@ def _states(plan: Plan) -> list[_State]:
             break
         step = plan.steps[i - 1]
         if isinstance(step, Expand):  # before it, the repeated axes have length 1
-            eff.update({a: 1 for d, n in enumerate(shapes[i - 1]) if n != step.shape[d] for a in cur[d]})
-        cur = _move(cur, step, eff, shapes[i - 1], forward=False)
+            lengths_before.update({a: 1 for d, n in enumerate(shapes[i - 1]) if n != step.shape[d] for a in cur[d]})
+        cur = _move(cur, step, lengths_before, shapes[i - 1], forward=False)
         if cur is None:
             break
     return [_State(sh, st, nm) for sh, st, nm in zip(shapes, strides, names)]
@@ -360,7 +360,7 @@ def _why(step: Step, before: _State, after: _State, length: dict[str, int]) -> s
     if isinstance(step, TakeRows):
         return f"copy: picks {math.prod(step.space)} rows of the {before.shape} view"
     if isinstance(step, GatherAlong):
-        return f"copy: picks along dim {step.dim} at {step.coord.index}"
+        return f"copy: picks along dim {step.dim} at {step.term.index}"
     if isinstance(step, AdvancedIndex):
         return "copy: advanced indexing always copies"
     assert isinstance(step, ScatterRows | ScatterAlong)
@@ -411,7 +411,7 @@ class _Code:
                 why = "view or copy: torch's advanced indexing gave the result a permuted index's layout"
             if not isinstance(step, Reshape | Permute | Expand):
                 self.torch_layout = self.torch and isinstance(step, AdvancedIndex) and any(
-                    c.perm != tuple(range(len(c.perm))) for c in step.coords)
+                    c.perm != tuple(range(len(c.perm))) for c in step.terms)
             rows += [(line, "") for line in code[:-1]] + [(code[-1], why)]
         # Comments line up, except after a line too long to wait for.
         width = max((len(c) for c, w in rows if w and len(c) <= 64), default=0)
@@ -455,9 +455,9 @@ class _Code:
             return [f"{x} = {x}.prod({a})" for a in sorted(axes, reverse=True)]
         return [f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"]
 
-    # index arithmetic: one Coord is arange or an index, permuted, viewed with unit axes, times a stride
+    # index arithmetic: one IndexTerm is arange or an index, permuted, viewed with unit axes, times a stride
 
-    def coord(self, c: Coord) -> str:
+    def term(self, c: IndexTerm) -> str:
         if c.index is None:
             if not self.torch:
                 expr = f"np.arange({c.length})"
@@ -476,10 +476,10 @@ class _Code:
         expr = _view(expr, have, c.shape, "view" if self.torch and c.index is None else "reshape")
         return f"{expr} * {c.stride}" if c.stride != 1 else expr
 
-    def flat_rows(self, coords: tuple[Coord, ...], space: tuple[int, ...]) -> tuple[list[str], str]:
-        """The backend's _flat: the coordinates' sum, broadcast to the index space, as one row number each."""
-        total = " + ".join(self.coord(c) for c in coords)
-        if _broadcast([c.shape for c in coords]) != space:
+    def flat_rows(self, terms: tuple[IndexTerm, ...], space: tuple[int, ...]) -> tuple[list[str], str]:
+        """The backends' _row_positions: the coordinates' sum, broadcast to the index space, as one row number each."""
+        total = " + ".join(self.term(c) for c in terms)
+        if _broadcast([c.shape for c in terms]) != space:
             total = (f"{_paren(total)}.expand({', '.join(map(str, space))})" if self.torch
                      else f"np.broadcast_to({total}, {_tup(space)})")
         if len(space) != 1:
@@ -489,28 +489,28 @@ class _Code:
         return [f"{self.flat} = {total}"], self.flat
 
     def takerows(self, step: TakeRows, state: _State) -> list[str]:
-        pre, flat = self.flat_rows(step.coords, step.space)
+        pre, flat = self.flat_rows(step.terms, step.space)
         x = self.x
         return pre + [f"{x} = {x}.index_select(0, {flat})" if self.torch else f"{x} = np.take({x}, {flat}, axis=0)"]
 
     def gatheralong(self, step: GatherAlong, state: _State) -> list[str]:
-        x, idx = self.x, self.coord(step.coord)
+        x, idx = self.x, self.term(step.term)
         if self.torch:
-            expanded = idx if step.coord.shape == step.shape else f"{idx}.expand({', '.join(map(str, step.shape))})"
+            expanded = idx if step.term.shape == step.shape else f"{idx}.expand({', '.join(map(str, step.shape))})"
             return [f"{x} = torch.gather({x}, {step.dim}, {expanded})"]
         return [f"{x} = np.take_along_axis({x}, np.broadcast_to({idx}, {_tup(step.shape)}), axis={step.dim})"]
 
     def advancedindex(self, step: AdvancedIndex, state: _State) -> list[str]:
-        return [f"{self.x} = {self.x}[{', '.join(self.coord(c) for c in step.coords)}]"]
+        return [f"{self.x} = {self.x}[{', '.join(self.term(c) for c in step.terms)}]"]
 
     def scatterrows(self, step: ScatterRows, state: _State) -> list[str]:
-        pre, flat = self.flat_rows(step.coords, step.space)
+        pre, flat = self.flat_rows(step.terms, step.space)
         return pre + self.combine(step.reduction, flat, step.rows, state.shape)
 
     def scatteralong(self, step: ScatterAlong, state: _State) -> list[str]:
-        x, idx, r, shape = self.x, self.coord(step.coord), step.reduction, step.shape
+        x, idx, r, shape = self.x, self.term(step.term), step.reduction, step.shape
         if self.torch:
-            if step.coord.shape != step.src_shape:
+            if step.term.shape != step.src_shape:
                 idx = f"{_paren(idx)}.expand({', '.join(map(str, step.src_shape))})"
             if r == "set":
                 return ["# rearr first checks that no two writes meet ('set')",

@@ -41,11 +41,14 @@ class Expand:
 
 
 @dataclass(frozen=True)
-class Coord:
-    """One coordinate of a gather/scatter, broadcast over the index space.
+class IndexTerm:
+    """One term of a gather/scatter's flat position: ``index`` (or an arange) times ``stride``.
 
-    ``index`` names the index tensor (its axes permuted by ``perm`` and viewed
-    as ``shape``); None means ``arange(length)`` viewed as ``shape``.
+    The rows that TakeRows / ScatterRows move are the sum of their terms,
+    broadcast over the index space; AdvancedIndex and the *Along steps use each
+    term (stride 1) as the position along one axis. ``index`` names the index
+    tensor (its axes permuted by ``perm`` and viewed as ``shape``); None means
+    ``arange(length)`` viewed as ``shape``.
     """
 
     index: str | None
@@ -63,9 +66,9 @@ class Coord:
 
 @dataclass(frozen=True)
 class TakeRows:
-    """x is (rows, width); take the rows at sum(coord * stride): index_select / take."""
+    """x is (rows, width); take the rows at sum(term * stride): index_select / take."""
 
-    coords: tuple[Coord, ...]
+    terms: tuple[IndexTerm, ...]
     space: tuple[int, ...]  # the index space's shape
     view: bool = False
 
@@ -75,7 +78,7 @@ class GatherAlong:
     """torch.gather / np.take_along_axis on ``dim`` with the index expanded to ``shape``."""
 
     dim: int
-    coord: Coord
+    term: IndexTerm
     shape: tuple[int, ...]
     view: bool = False
 
@@ -84,17 +87,17 @@ class GatherAlong:
 class AdvancedIndex:
     """x[c0, c1, ...] with broadcast coordinates for the leading axes."""
 
-    coords: tuple[Coord, ...]
+    terms: tuple[IndexTerm, ...]
     view: bool = False
 
 
 @dataclass(frozen=True)
 class ScatterRows:
-    """out is (rows, width); combine the rows of x (n, width) into rows sum(coord * stride)."""
+    """out is (rows, width); combine the rows of x (n, width) into rows sum(term * stride)."""
 
     reduction: str
     rows: int
-    coords: tuple[Coord, ...]
+    terms: tuple[IndexTerm, ...]
     space: tuple[int, ...]
     into: tuple = ()  # steps that bring `into` to (rows, width)
     view: bool = False
@@ -106,7 +109,7 @@ class ScatterAlong:
 
     reduction: str
     dim: int
-    coord: Coord
+    term: IndexTerm
     shape: tuple[int, ...]  # the output's shape (in x's axis order)
     src_shape: tuple[int, ...] = ()  # x's shape, which the index is expanded to
     into: tuple = ()

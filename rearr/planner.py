@@ -11,9 +11,9 @@ import math
 from .errors import RearrError
 from .plan import (
     AdvancedIndex,
-    Coord,
     Expand,
     GatherAlong,
+    IndexTerm,
     IndexUse,
     Permute,
     Plan,
@@ -143,20 +143,20 @@ def _expand_ellipsis(recipe: Recipe, dims: tuple[Dim, ...], ndim: int) -> tuple[
     return tuple(out), names
 
 
-def _expand_names(names: tuple[str, ...], ell: tuple[str, ...]) -> tuple[str, ...]:
+def _expand_names(names: tuple[str, ...], ellipsis_axes: tuple[str, ...]) -> tuple[str, ...]:
     out: list[str] = []
     for n in names:
-        out.extend(ell if n == ELLIPSIS else (n,))
+        out.extend(ellipsis_axes if n == ELLIPSIS else (n,))
     return tuple(out)
 
 
-def _expand_out(dims: tuple[Dim, ...], ell: tuple[str, ...]) -> tuple[Dim, ...]:
+def _expand_out(dims: tuple[Dim, ...], ellipsis_axes: tuple[str, ...]) -> tuple[Dim, ...]:
     out: list[Dim] = []
     for d in dims:
         if d.names == (ELLIPSIS,) and not d.group:
-            out.extend(Dim((n,), d.col) for n in ell)
+            out.extend(Dim((n,), d.col) for n in ellipsis_axes)
         else:
-            out.append(Dim(_expand_names(d.names, ell), d.col))
+            out.append(Dim(_expand_names(d.names, ellipsis_axes), d.col))
     return tuple(out)
 
 
@@ -216,8 +216,8 @@ def _show(name: str) -> str:
 def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...]):
     """Expanded input/output dims and every axis length."""
     (ins,), (outs,) = recipe.inputs, recipe.outputs
-    ins, ell = _expand_ellipsis(recipe, ins, len(shape))
-    outs = _expand_out(outs, ell)
+    ins, ellipsis_axes = _expand_ellipsis(recipe, ins, len(shape))
+    outs = _expand_out(outs, ellipsis_axes)
     lens = _Lengths(recipe)
     for name, value in recipe.anon:
         lens.set(name, value, "anonymous axis", recipe.col(name))
@@ -227,11 +227,11 @@ def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, o
             lens.set(name, check_length_value(recipe, name, value), "keyword", recipe.col(name))
     for k, (dim, size) in enumerate(zip(ins, shape)):
         lens.solve(dim, size, f"input dimension {k}")
-    return ins, outs, ell, lens
+    return ins, outs, ellipsis_axes, lens
 
 
-def _specs(specs: tuple[IndexSpec, ...], ell: tuple[str, ...]) -> tuple[IndexSpec, ...]:
-    return tuple(IndexSpec(s.name, s.axis, _expand_names(s.axes, ell), s.col, s.declared) for s in specs)
+def _specs(specs: tuple[IndexSpec, ...], ellipsis_axes: tuple[str, ...]) -> tuple[IndexSpec, ...]:
+    return tuple(IndexSpec(s.name, s.axis, _expand_names(s.axes, ellipsis_axes), s.col, s.declared) for s in specs)
 
 
 # --- planning ----------------------------------------------------------------
@@ -246,8 +246,8 @@ def plan(
 ) -> Plan:
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
     shape = tuple(int(n) for n in shape)
-    ins, outs, ell, lens = _resolve(recipe, shape, lengths)
-    gathers, scatters = _specs(recipe.gathers, ell), _specs(recipe.scatters, ell)
+    ins, outs, ellipsis_axes, lens = _resolve(recipe, shape, lengths)
+    gathers, scatters = _specs(recipe.gathers, ellipsis_axes), _specs(recipe.scatters, ellipsis_axes)
     if into_shape is not None:
         _into_lengths(recipe, outs, into_shape, lens)
     indices = _index_lengths(recipe, gathers + scatters, dict(index_shapes), lens)
@@ -449,21 +449,21 @@ def _plan_indexing(recipe, track, in_axes, out_axes, gathers, scatters, lens, in
         track.permute(tuple(axes.index(n) for n in out_axes))
 
 
-def _coords(space: list[str], lead: list[str], specs, size, with_strides: bool) -> tuple[Coord, ...]:
+def _terms(space: list[str], lead: list[str], specs, size, with_strides: bool) -> tuple[IndexTerm, ...]:
     """A coordinate per leading axis, over the index space, with row-major strides."""
     by_axis = {s.axis: s for s in specs}
-    coords = []
+    terms = []
     for i, axis in enumerate(lead):
         stride = math.prod(size(a) for a in lead[i + 1:]) if with_strides else 1
         spec = by_axis.get(axis)
         if spec is not None:
             order = sorted(range(len(spec.axes)), key=lambda j: space.index(spec.axes[j]))
             shape = tuple(size(a) if a in spec.axes else 1 for a in space)
-            coords.append(Coord(spec.name, size(axis), tuple(order), shape, stride, _source(spec, size)))
+            terms.append(IndexTerm(spec.name, size(axis), tuple(order), shape, stride, _source(spec, size)))
         else:
             shape = tuple(size(a) if a == axis else 1 for a in space)
-            coords.append(Coord(None, size(axis), (), shape, stride))
-    return tuple(coords)
+            terms.append(IndexTerm(None, size(axis), (), shape, stride))
+    return tuple(terms)
 
 
 # Row moves (index_select / index_add on a (rows, width) view) win on large
@@ -494,23 +494,23 @@ def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> lis
         order = sorted(range(len(spec.axes)), key=lambda j: target.index(spec.axes[j]))
         ishape = tuple(size(a) if a in spec.axes else 1 for a in target)
         shape = tuple(size(a) if a != spec.axis else (size(new[0]) if new else 1) for a in target)
-        coord = Coord(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
-        track.fresh(GatherAlong(dim, coord, shape), shape)
+        term = IndexTerm(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
+        track.fresh(GatherAlong(dim, term, shape), shape)
         if not new:  # the index added no axis: drop the unit axis left where spec.axis was
             target.remove(spec.axis)
             track.reshape(tuple(size(a) for a in target))
         return target
     if rows_ok:  # whole rows move: index_select on a (rows, width) view
         track.reshape((math.prod(size(a) for a in lead), math.prod(size(a) for a in free)))
-        coords = _coords(space, lead, specs, size, True)
+        terms = _terms(space, lead, specs, size, True)
         space_shape = tuple(size(a) for a in space)
-        track.fresh(TakeRows(coords, space_shape), (math.prod(space_shape), track.shape[1]))
+        track.fresh(TakeRows(terms, space_shape), (math.prod(space_shape), track.shape[1]))
         track.reshape(space_shape + tuple(size(a) for a in free))
         return space + free
     track.permute(tuple(axes.index(a) for a in lead + free))
-    coords = _coords(space, lead, specs, size, False)
+    terms = _terms(space, lead, specs, size, False)
     shape = tuple(size(a) for a in space + free)
-    track.fresh(AdvancedIndex(coords), shape)
+    track.fresh(AdvancedIndex(terms), shape)
     return space + free
 
 
@@ -537,18 +537,18 @@ def _plan_scatter(recipe, track, axes, out_axes, specs, size, into_shape) -> Non
         shape = tuple(size(a) for a in out_axes)
         into = _into_steps(into_shape, out_axes, out_axes, shape, size) if into_shape is not None else ()
         ishape = tuple(size(a) if a in spec.axes else 1 for a in src_order)
-        coord = Coord(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
+        term = IndexTerm(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
         src_shape = tuple(size(a) for a in src_order)
-        track.fresh(ScatterAlong(reduction, out_axes.index(spec.axis), coord, shape, src_shape, into), shape)
+        track.fresh(ScatterAlong(reduction, out_axes.index(spec.axis), term, shape, src_shape, into), shape)
         return
     # Rows: the middle tensor as (index space, free) rows, combined into (lead, free) rows.
     track.permute(tuple(axes.index(a) for a in space + free))
     width = math.prod(size(a) for a in free)
     track.reshape((math.prod(size(a) for a in space), width))
-    coords = _coords(space, lead, specs, size, True)
+    terms = _terms(space, lead, specs, size, True)
     rows = math.prod(size(a) for a in lead)
     into = _into_steps(into_shape, out_axes, lead + free, (rows, width), size) if into_shape is not None else ()
-    track.fresh(ScatterRows(reduction, rows, coords, tuple(size(a) for a in space), into), (rows, width))
+    track.fresh(ScatterRows(reduction, rows, terms, tuple(size(a) for a in space), into), (rows, width))
     track.reshape(tuple(size(a) for a in lead + free))
     order = lead + free
     track.permute(tuple(order.index(a) for a in out_axes))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import RearrError
-from ..plan import Coord, IndexUse
+from ..plan import IndexTerm, IndexUse
 
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
 
@@ -60,7 +60,7 @@ def identity_perm(perm: tuple[int, ...]) -> bool:
     return perm == tuple(range(len(perm)))
 
 
-def coord_layout(c: Coord) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+def term_layout(c: IndexTerm) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """The permutation (None when identity) and view shape of one coordinate."""
     return (None if identity_perm(c.perm) else c.perm), c.shape
 

@@ -9,9 +9,9 @@ import numpy as np
 from ..errors import RearrError
 from ..plan import (
     AdvancedIndex,
-    Coord,
     Expand,
     GatherAlong,
+    IndexTerm,
     IndexUse,
     Permute,
     Reduce,
@@ -121,8 +121,8 @@ def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
     return np.where(t < 0, t + n, t) if lo < 0 else t
 
 
-def _coord(c: Coord, env: dict) -> np.ndarray:
-    perm, shape = _common.coord_layout(c)
+def _term(c: IndexTerm, env: dict) -> np.ndarray:
+    perm, shape = _common.term_layout(c)
     if c.index is None:
         t = np.arange(c.length)
     else:
@@ -134,28 +134,29 @@ def _coord(c: Coord, env: dict) -> np.ndarray:
     return t * c.stride if c.stride != 1 else t
 
 
-def _flat(coords: tuple[Coord, ...], space: tuple[int, ...], env: dict) -> np.ndarray:
+def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...], env: dict) -> np.ndarray:
+    """The row that each point of the index space moves: the sum of the terms, as a 1-d array."""
     total = None
-    for c in coords:
-        t = _coord(c, env)
+    for c in terms:
+        t = _term(c, env)
         total = t if total is None else total + t
     assert total is not None
     return np.broadcast_to(total, space).reshape(-1)
 
 
 def takerows(step: TakeRows):
-    coords, space = step.coords, step.space
-    return lambda x, env: np.take(x, _flat(coords, space, env), axis=0)
+    terms, space = step.terms, step.space
+    return lambda x, env: np.take(x, _row_positions(terms, space, env), axis=0)
 
 
 def gatheralong(step: GatherAlong):
-    dim, coord, shape = step.dim, step.coord, step.shape
-    return lambda x, env: np.take_along_axis(x, np.broadcast_to(_coord(coord, env), shape), axis=dim)
+    dim, term, shape = step.dim, step.term, step.shape
+    return lambda x, env: np.take_along_axis(x, np.broadcast_to(_term(term, env), shape), axis=dim)
 
 
 def advancedindex(step: AdvancedIndex):
-    coords = step.coords
-    return lambda x, env: x[tuple(_coord(c, env) for c in coords)]
+    terms = step.terms
+    return lambda x, env: x[tuple(_term(c, env) for c in terms)]
 
 
 _UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
@@ -175,7 +176,7 @@ def _identity(reduction: str, dtype: np.dtype):
     return info.max if big else info.min
 
 
-def _scatter_flat(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, base, env: dict, names: str):
+def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, base, env: dict, names: str):
     """Combine rows of x (n, width) into rows `flat` of a (rows, width) result."""
     if reduction == "mean" and not is_float(x):
         raise _common.mean_of_integers(x.dtype)
@@ -207,19 +208,19 @@ def _scatter_flat(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
 
 
 def scatterrows(step: ScatterRows):
-    reduction, rows, coords, space = step.reduction, step.rows, step.coords, step.space
+    reduction, rows, terms, space = step.reduction, step.rows, step.terms, step.space
     into_calls = _compile(step.into, sys.modules[__name__])
-    names = ",".join(c.index for c in coords if c.index)
+    names = ",".join(c.index for c in terms if c.index)
 
     def run(x, env):
-        flat = _flat(coords, space, env)
-        return _scatter_flat(reduction, x, flat, rows, _common.arranged_into(env, into_calls), env, names)
+        flat = _row_positions(terms, space, env)
+        return _combine_rows(reduction, x, flat, rows, _common.arranged_into(env, into_calls), env, names)
 
     return run
 
 
 def scatteralong(step: ScatterAlong):
-    reduction, dim, coord, shape, src_shape = step.reduction, step.dim, step.coord, step.shape, step.src_shape
+    reduction, dim, term, shape, src_shape = step.reduction, step.dim, step.term, step.shape, step.src_shape
     into_calls = _compile(step.into, sys.modules[__name__])
     # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at. The
     # positions along the other axes do not depend on the index, so they are computed once here.
@@ -229,10 +230,10 @@ def scatteralong(step: ScatterAlong):
     size = int(np.prod(shape))
 
     def run(x, env):
-        flat = np.broadcast_to(offset + _coord(coord, env) * strides[dim], src_shape).reshape(-1)
+        flat = np.broadcast_to(offset + _term(term, env) * strides[dim], src_shape).reshape(-1)
         base = _common.arranged_into(env, into_calls)
         base = None if base is None else base.reshape(-1, 1)
-        out = _scatter_flat(reduction, x.reshape(-1, 1), flat, size, base, env, coord.index or "")
+        out = _combine_rows(reduction, x.reshape(-1, 1), flat, size, base, env, term.index or "")
         return out.reshape(shape)
 
     return run

@@ -9,9 +9,9 @@ import torch
 from ..errors import RearrError
 from ..plan import (
     AdvancedIndex,
-    Coord,
     Expand,
     GatherAlong,
+    IndexTerm,
     IndexUse,
     Permute,
     Reduce,
@@ -148,7 +148,7 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     return torch.where(t < 0, t + n, t) if lo < 0 else t
 
 
-def _coord(c: Coord):
+def _term(c: IndexTerm):
     """A function (env, x) -> this coordinate's tensor, with only the calls it needs."""
     shape, stride = c.shape, c.stride
     if c.index is None:
@@ -162,7 +162,7 @@ def _coord(c: Coord):
     if not permute and not view and stride == 1:
         return lambda env, x: env[name]
 
-    def coord(env, x):
+    def term(env, x):
         t = env[name]
         if permute:
             t = t.permute(*perm)
@@ -170,13 +170,13 @@ def _coord(c: Coord):
             t = t.reshape(*shape) if shape else t.reshape(())
         return t * stride if stride != 1 else t
 
-    return coord
+    return term
 
 
-def _flat(coords: tuple[Coord, ...], space: tuple[int, ...]):
-    """A function (env, x) -> the flat row index sum(coord * stride), as a 1-d tensor."""
-    fns = [_coord(c) for c in coords]
-    full = tuple(max(c.shape[d] for c in coords) for d in range(len(space))) == space
+def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...]):
+    """A function (env, x) -> the row that each point of the index space moves: the sum of the terms, 1-d."""
+    fns = [_term(c) for c in terms]
+    full = tuple(max(c.shape[d] for c in terms) for d in range(len(space))) == space
 
     def flat(env, x):
         total = fns[0](env, x)
@@ -188,23 +188,23 @@ def _flat(coords: tuple[Coord, ...], space: tuple[int, ...]):
 
 
 def takerows(step: TakeRows):
-    flat = _flat(step.coords, step.space)
+    flat = _row_positions(step.terms, step.space)
     return lambda x, env: x.index_select(0, flat(env, x))
 
 
 def gatheralong(step: GatherAlong):
     dim, shape = step.dim, step.shape
-    coord = _coord(step.coord)
-    if step.coord.shape == shape:
-        return lambda x, env: torch.gather(x, dim, coord(env, x))
-    return lambda x, env: torch.gather(x, dim, coord(env, x).expand(*shape))
+    term = _term(step.term)
+    if step.term.shape == shape:
+        return lambda x, env: torch.gather(x, dim, term(env, x))
+    return lambda x, env: torch.gather(x, dim, term(env, x).expand(*shape))
 
 
 def advancedindex(step: AdvancedIndex):
-    coords = [_contiguous(_coord(c)) if not _common.identity_perm(c.perm) else _coord(c) for c in step.coords]
-    if all(c.shape == () for c in step.coords):  # torch reads 0-d tensor indices as ints: a view
-        return lambda x, env: x[tuple(c(env, x) for c in coords)].clone()
-    return lambda x, env: x[tuple(c(env, x) for c in coords)]
+    terms = [_contiguous(_term(c)) if not _common.identity_perm(c.perm) else _term(c) for c in step.terms]
+    if all(c.shape == () for c in step.terms):  # torch reads 0-d tensor indices as ints: a view
+        return lambda x, env: x[tuple(c(env, x) for c in terms)].clone()
+    return lambda x, env: x[tuple(c(env, x) for c in terms)]
 
 
 def _contiguous(fn):
@@ -224,8 +224,8 @@ def scatterrows(step: ScatterRows):
     reduction, rows = step.reduction, step.rows
     into_calls = _compile(step.into, sys.modules[__name__])
     native = _common.SCATTER_NATIVE.get(reduction)
-    names = ",".join(c.index for c in step.coords if c.index)
-    flat_fn = _flat(step.coords, step.space)
+    names = ",".join(c.index for c in step.terms if c.index)
+    flat_fn = _row_positions(step.terms, step.space)
 
     def run(x, env):
         if reduction == "mean" and not is_float(x):
@@ -260,13 +260,13 @@ def scatteralong(step: ScatterAlong):
     reduction, dim, shape, src_shape = step.reduction, step.dim, step.shape, step.src_shape
     into_calls = _compile(step.into, sys.modules[__name__])
     native = _common.SCATTER_NATIVE.get(reduction)
-    coord, name = _coord(step.coord), step.coord.index or ""
-    expand = step.coord.shape != src_shape
+    term, name = _term(step.term), step.term.index or ""
+    expand = step.term.shape != src_shape
 
     def run(x, env):
         if reduction == "mean" and not is_float(x):
             raise _common.mean_of_integers(x.dtype)
-        idx = coord(env, x)
+        idx = term(env, x)
         if expand:
             idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
