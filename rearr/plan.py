@@ -9,6 +9,7 @@ plan is all that the backends, explain and api read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from .recipe import IndexSpec
 
@@ -117,6 +118,7 @@ class ScatterAlong:
 
 
 Step = Reshape | Permute | Reduce | Expand | TakeRows | GatherAlong | AdvancedIndex | ScatterRows | ScatterAlong
+STEP_KINDS: tuple[type, ...] = get_args(Step)  # what every backend's STEPS table covers
 
 
 @dataclass(frozen=True)

@@ -237,3 +237,19 @@ def scatteralong(step: ScatterAlong):
         return out.reshape(shape)
 
     return run
+
+
+# --- the contract ----------------------------------------------------------------
+
+# Each step kind of rearr.plan -> the factory above that lowers it (checked by backends.contract).
+STEPS = {
+    Reshape: reshape,
+    Permute: permute,
+    Reduce: reduce,
+    Expand: expand,
+    TakeRows: takerows,
+    GatherAlong: gatheralong,
+    AdvancedIndex: advancedindex,
+    ScatterRows: scatterrows,
+    ScatterAlong: scatteralong,
+}

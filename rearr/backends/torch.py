@@ -289,3 +289,19 @@ def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> No
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
             raise _common.duplicate_under_set(name, text)
+
+
+# --- the contract ----------------------------------------------------------------
+
+# Each step kind of rearr.plan -> the factory above that lowers it (checked by backends.contract).
+STEPS = {
+    Reshape: reshape,
+    Permute: permute,
+    Reduce: reduce,
+    Expand: expand,
+    TakeRows: takerows,
+    GatherAlong: gatheralong,
+    AdvancedIndex: advancedindex,
+    ScatterRows: scatterrows,
+    ScatterAlong: scatteralong,
+}
