@@ -122,6 +122,14 @@ STEP_KINDS: tuple[type, ...] = get_args(Step)  # what every backend's STEPS tabl
 
 
 @dataclass(frozen=True)
+class Layout:
+    """A tensor's shape and strides (in elements) between two steps, for a contiguous input."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class IndexUse:
     """An index tensor: the axis it indexes (with its length) and its shape."""
 
@@ -148,6 +156,7 @@ class Plan:
     scatters: tuple[IndexSpec, ...] = ()
     reduction: object = None
     into_shape: tuple[int, ...] | None = None
+    layouts: tuple[Layout, ...] = ()  # the tensor before each step and after the last (the planner's tracker)
 
     @property
     def is_view(self) -> bool:

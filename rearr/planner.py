@@ -15,6 +15,7 @@ from .plan import (
     GatherAlong,
     IndexTerm,
     IndexUse,
+    Layout,
     Permute,
     Plan,
     Reduce,
@@ -72,46 +73,49 @@ def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[in
 
 
 class _Tracker:
-    """Follows shape and strides through the steps, to mark each view or copy."""
+    """Follows shape and strides through the steps, to mark each view or copy.
+
+    ``layouts`` holds the tensor before each step and after the last: the Plan
+    records them, and explain reads them.
+    """
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = tuple(shape)
         self.strides = contiguous_strides(self.shape)
         self.steps: list[Step] = []
+        self.layouts: list[Layout] = [Layout(self.shape, self.strides)]
+
+    def _add(self, step: Step, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        self.steps.append(step)
+        self.shape, self.strides = shape, strides
+        self.layouts.append(Layout(shape, strides))
 
     def reshape(self, shape: tuple[int, ...]) -> None:
         shape = tuple(shape)
         if self.steps and isinstance(self.steps[-1], Reshape):  # two reshapes in a row are one
             self.steps.pop()
-            self.shape, self.strides = self._before_reshape
+            self.layouts.pop()
+            self.shape, self.strides = self.layouts[-1].shape, self.layouts[-1].strides
         if shape == self.shape:
             return
         strides = view_strides(self.shape, self.strides, shape)
-        self._before_reshape = (self.shape, self.strides)
-        self.steps.append(Reshape(shape, strides is not None))
-        self.shape, self.strides = shape, strides or contiguous_strides(shape)
+        self._add(Reshape(shape, strides is not None), shape, strides or contiguous_strides(shape))
 
     def permute(self, perm: tuple[int, ...]) -> None:
         perm = tuple(perm)
         if perm == tuple(range(len(perm))):
             return
-        self.steps.append(Permute(perm))
-        self.shape = tuple(self.shape[p] for p in perm)
-        self.strides = tuple(self.strides[p] for p in perm)
+        self._add(Permute(perm), tuple(self.shape[p] for p in perm), tuple(self.strides[p] for p in perm))
 
     def fresh(self, step: Step, shape: tuple[int, ...]) -> None:
         """A step that makes a new (contiguous) tensor."""
-        self.steps.append(step)
-        self.shape = tuple(shape)
-        self.strides = contiguous_strides(self.shape)
+        self._add(step, tuple(shape), contiguous_strides(tuple(shape)))
 
     def expand(self, shape: tuple[int, ...]) -> None:
         shape = tuple(shape)
         if shape == self.shape:
             return
-        self.steps.append(Expand(shape))
-        self.strides = tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides))
-        self.shape = shape
+        self._add(Expand(shape), shape, tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides)))
 
 
 # --- lengths -----------------------------------------------------------------
@@ -270,7 +274,7 @@ def plan(
         recipe.op, recipe.text, shape, out_shape, tuple(track.steps),
         tuple(d.names for d in ins), tuple(d.names for d in outs),
         tuple((n, lens.value[n], lens.source[n]) for n in lens.value),
-        indices, gathers, scatters, recipe.reduction, into_shape,
+        indices, gathers, scatters, recipe.reduction, into_shape, tuple(track.layouts),
     )
 
 

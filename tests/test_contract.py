@@ -116,6 +116,25 @@ def test_a_missing_function_is_named():
     assert "check_index()" in info.value.message
 
 
+def test_code_templates_are_all_or_none():
+    fake = _fake("fake_backend")
+    fake.CODE = {k: v for k, v in fake.CODE.items() if k is not plan.TakeRows}
+    with pytest.raises(rearr.RearrError) as info:
+        contract.check(fake)
+    assert "CODE templates for TakeRows" in info.value.message
+    del fake.CODE
+    contract.check(fake)  # a backend without templates is complete (explain does not offer it)
+
+
+@pytest.mark.parametrize("module", BACKEND_MODULES)
+def test_a_backend_module_imports_without_its_framework_when_it_has_templates(module):
+    """explain reads CODE without importing torch or numpy: such a module binds its framework in load()."""
+    code = (f"import sys, importlib; m = importlib.import_module({module!r}); "
+            "assert not hasattr(m, 'CODE') or not ({'torch', 'numpy'} & set(sys.modules)), sorted(sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_registering_an_incomplete_backend_fails_at_registration(monkeypatch):
     fake = _fake("rearr_tests_incomplete_backend", drop_step=plan.Reduce)
     monkeypatch.setitem(sys.modules, fake.__name__, fake)

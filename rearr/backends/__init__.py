@@ -41,6 +41,8 @@ def _load(module: str) -> ModuleType:
     """The backend module, imported and checked against the contract (once)."""
     backend = importlib.import_module(module)
     if module not in _CHECKED:
+        if hasattr(backend, "load"):  # a backend that binds its framework late (to serve explain without it)
+            backend.load()
         contract.check(backend)
         _CHECKED.add(module)
     return backend
@@ -67,3 +69,16 @@ def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
     """Each step as the backend's native call(s), ready to run."""
     table = backend.STEPS
     return tuple(table[type(step)](step) for step in steps)
+
+
+def code_templates(name: str) -> dict:
+    """The CODE table (explain's templates) of the backend for framework ``name``; the framework is not imported."""
+    module = next((m for framework, m in _SPECS if framework == name), None)
+    if module is None:
+        raise RearrError(f"unknown backend {name!r}", code="RA500",
+                         hint=f"one of {', '.join(framework for framework, _ in _SPECS)}")
+    templates = getattr(importlib.import_module(module), "CODE", None)
+    if templates is None:
+        raise RearrError(f"the {name} backend has no code templates to explain with", code="RA500",
+                         hint="explain with backend='torch' or 'numpy'")
+    return templates

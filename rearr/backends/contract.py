@@ -4,9 +4,13 @@ A backend is one module (rearr/backends/numpy.py is the model). Beside a few
 module-level functions, it declares ``STEPS``: an explicit table from each step
 class of rearr.plan to a factory ``f(step) -> call``, where ``call(x, env)``
 runs that step on x (``env`` holds the index tensors of an indexed call; it is
-None otherwise). The registry checks the module against `Backend` when it
-loads it, so a missing step kind or function is an error that names it, before
-any pattern runs, not an AttributeError on the first pattern that needs it.
+None otherwise). A backend may also declare ``CODE``, explain's template for
+each step kind (then for every one), and ``load()``, which the registry calls
+first to bind a framework that the module does not import at its top (a
+module with templates must not: explain reads them without the framework).
+The registry checks the module against `Backend` when it loads it, so a
+missing step kind or function is an error that names it, before any pattern
+runs, not an AttributeError on the first pattern that needs it.
 """
 
 from __future__ import annotations
@@ -70,6 +74,11 @@ def check(module: ModuleType) -> None:
             problems.append(f"callable STEPS entries for {', '.join(uncallable)}")
     elif steps is not None:
         problems.append("STEPS as a mapping from step class to factory")
+    code = getattr(module, "CODE", None)  # optional: explain's templates; all or none
+    if code is not None:
+        missing = [k.__name__ for k in STEP_KINDS if not callable(code.get(k))]
+        if missing:
+            problems.append(f"CODE templates for {', '.join(missing)} (a backend that explains explains every step)")
     if problems:
         raise RearrError(
             f"backend module {module.__name__} lacks " + "; ".join(problems),

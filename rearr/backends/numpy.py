@@ -1,10 +1,14 @@
-"""numpy backend: each plan step as one or two native numpy calls."""
+"""numpy backend: each plan step as one or two native numpy calls, and the code explain prints for it.
+
+numpy is bound by load(), which the registry calls when the first array
+arrives: explain reads the code templates (the CODE table) without numpy.
+"""
 
 from __future__ import annotations
 
+import math
 import sys
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import RearrError
 from ..plan import (
@@ -20,11 +24,23 @@ from ..plan import (
     ScatterRows,
     TakeRows,
 )
-from . import _common
+from . import _code, _common
 from . import compile_plan as _compile
+from ._code import Names, args, tup
+
+if TYPE_CHECKING:
+    import numpy as np
 
 name = "numpy"
-TENSOR = np.ndarray
+
+
+def load() -> None:
+    """Bind numpy and what is made of it (the registry calls this once numpy is imported)."""
+    global np, TENSOR, _UFUNC
+    import numpy as np
+
+    TENSOR = np.ndarray
+    _UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
 
 def accepts(x: object) -> bool:
@@ -58,9 +74,17 @@ def reshape(step: Reshape):
     return lambda x, env: x.reshape(shape)
 
 
+def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+    return [f"{n.x} = {n.x}.reshape({args(step.shape)})"]
+
+
 def permute(step: Permute):
     perm = step.perm
     return lambda x, env: x.transpose(perm)
+
+
+def code_permute(step: Permute, before, n: Names) -> list[str]:
+    return [f"{n.x} = {n.x}.transpose({tup(step.perm)})"]
 
 
 def expand(step: Expand):
@@ -74,6 +98,10 @@ def expand(step: Expand):
                              hint="use smaller lengths, or torch, whose expand has no such limit") from None
 
     return run
+
+
+def code_expand(step: Expand, before, n: Names) -> list[str]:
+    return [f"{n.x} = np.broadcast_to({n.x}, {tup(step.shape)})"]
 
 
 def reduce(step: Reduce):
@@ -94,6 +122,17 @@ def reduce(step: Reduce):
             return fn(x, axis=axes)
         return extreme
     return lambda x, env: fn(x, axis=axes)
+
+
+def code_reduce(step: Reduce, before, n: Names) -> list[str]:
+    x, r, axes = n.x, step.reduction, step.axes
+    if callable(r):  # the callable that was passed, bound to this name
+        return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
+    dims = str(axes[0]) if len(axes) == 1 else tup(axes)
+    if r == "mean":
+        return [f"{x} = {x}.mean(axis={dims})"]
+    fn = {"max": "amax", "min": "amin"}.get(r, r)
+    return [f"{x} = np.{fn}({x}, axis={dims})"]
 
 
 # --- indices -----------------------------------------------------------------
@@ -134,6 +173,15 @@ def _term(c: IndexTerm, env: dict) -> np.ndarray:
     return t * c.stride if c.stride != 1 else t
 
 
+def _term_code(t: IndexTerm, n: Names) -> str:
+    if t.index is None:
+        expr, have = f"np.arange({t.length})", (t.length,)
+    else:
+        expr, have = _code.index_expr(t, n, lambda e, perm: f"np.transpose({e}, {tup(perm)})")
+    expr = _code.view(expr, have, t.shape, "reshape")
+    return f"{expr} * {t.stride}" if t.stride != 1 else expr
+
+
 def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...], env: dict) -> np.ndarray:
     """The row that each point of the index space moves: the sum of the terms, as a 1-d array."""
     total = None
@@ -144,9 +192,18 @@ def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...], env: di
     return np.broadcast_to(total, space).reshape(-1)
 
 
+def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: Names) -> tuple[list[str], str]:
+    return _code.row_positions(terms, space, n, _term_code, lambda e, space: f"np.broadcast_to({e}, {tup(space)})")
+
+
 def takerows(step: TakeRows):
     terms, space = step.terms, step.space
     return lambda x, env: np.take(x, _row_positions(terms, space, env), axis=0)
+
+
+def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+    pre, flat = _row_positions_code(step.terms, step.space, n)
+    return pre + [f"{n.x} = np.take({n.x}, {flat}, axis=0)"]
 
 
 def gatheralong(step: GatherAlong):
@@ -154,12 +211,18 @@ def gatheralong(step: GatherAlong):
     return lambda x, env: np.take_along_axis(x, np.broadcast_to(_term(term, env), shape), axis=dim)
 
 
+def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+    return [f"{n.x} = np.take_along_axis({n.x}, np.broadcast_to({_term_code(step.term, n)}, {tup(step.shape)}), "
+            f"axis={step.dim})"]
+
+
 def advancedindex(step: AdvancedIndex):
     terms = step.terms
     return lambda x, env: x[tuple(_term(c, env) for c in terms)]
 
 
-_UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+    return [f"{n.x} = {n.x}[{', '.join(_term_code(t, n) for t in step.terms)}]"]
 
 
 def _identity(reduction: str, dtype: np.dtype):
@@ -207,6 +270,28 @@ def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
     return out
 
 
+def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: Names) -> list[str]:
+    """_combine_rows with fill 0 and no into=, as lines that leave the result in ``n.x``."""
+    x, out, counts = n.x, n.out, n.counts
+    full = f"np.full(({rows}, {width}), {{}}, dtype={x}.dtype)"
+    if reduction == "set":
+        return ["# rearr first checks that flat holds no row twice ('set')",
+                f"{out} = {full.format(0)}", f"{out}[{flat}] = {x}", f"{x} = {out}"]
+    lines = [] if reduction == "sum" else [f"{counts} = np.bincount({flat}, minlength={rows})"]
+    if reduction == "mean":
+        lines += [f"{n.sums} = np.zeros(({rows}, {width}), dtype={x}.dtype)",
+                  f"np.add.at({n.sums}, {flat}, {x})",
+                  f"{out} = {n.sums} / np.maximum({counts}, 1)[:, None].astype({x}.dtype)"]
+    else:
+        start = {"sum": "0", "prod": "1", "max": "-np.inf", "min": "np.inf"}[reduction]
+        ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[reduction]
+        note = {"max": "  # (integers: the dtype's lowest value)", "min": "  # (integers: the dtype's highest value)"}
+        lines += [f"{out} = {full.format(start)}{note.get(reduction, '')}", f"np.{ufunc}.at({out}, {flat}, {x})"]
+    if reduction != "sum":
+        lines.append(f"{out}[{counts} == 0] = 0")
+    return lines + [f"{x} = {out}"]
+
+
 def scatterrows(step: ScatterRows):
     reduction, rows, terms, space = step.reduction, step.rows, step.terms, step.space
     into_calls = _compile(step.into, sys.modules[__name__])
@@ -219,14 +304,25 @@ def scatterrows(step: ScatterRows):
     return run
 
 
+def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
+    pre, flat = _row_positions_code(step.terms, step.space, n)
+    return pre + _combine_rows_code(step.reduction, flat, step.rows, before.shape[1], n)
+
+
+def _along_offsets(shape: tuple[int, ...], dim: int) -> tuple[list[int], list[tuple[int, int, list[int]]]]:
+    """The row-major strides of ``shape``, and (length, stride, view shape) of each axis but ``dim``."""
+    strides = [int(math.prod(shape[d + 1:])) for d in range(len(shape))]
+    axes = [(n, strides[d], [n if k == d else 1 for k in range(len(shape))]) for d, n in enumerate(shape) if d != dim]
+    return strides, axes
+
+
 def scatteralong(step: ScatterAlong):
     reduction, dim, term, shape, src_shape = step.reduction, step.dim, step.term, step.shape, step.src_shape
     into_calls = _compile(step.into, sys.modules[__name__])
     # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at. The
     # positions along the other axes do not depend on the index, so they are computed once here.
-    strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
-    offset = sum((np.arange(n) * strides[d]).reshape([n if k == d else 1 for k in range(len(shape))])
-                 for d, n in enumerate(shape) if d != dim)
+    strides, axes = _along_offsets(shape, dim)
+    offset = sum((np.arange(n) * stride).reshape(unit) for n, stride, unit in axes)
     size = int(np.prod(shape))
 
     def run(x, env):
@@ -237,6 +333,21 @@ def scatteralong(step: ScatterAlong):
         return out.reshape(shape)
 
     return run
+
+
+def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
+    x, shape = n.x, step.shape
+    strides, axes = _along_offsets(shape, step.dim)
+    offset = " + ".join(_code.view(f"np.arange({m})", (m,), tuple(unit), "reshape") + (f" * {s}" if s != 1 else "")
+                        for m, s, unit in axes)
+    idx = _term_code(step.term, n)
+    idx = f"{_code.paren(idx)} * {strides[step.dim]}" if strides[step.dim] != 1 else idx
+    size = math.prod(shape)
+    lines = [f"{n.offset} = {offset}  # once per plan: the flat positions along the other axes"] if axes else []
+    total = f"{n.offset} + {idx}" if axes else idx
+    lines += [f"{n.flat} = np.broadcast_to({total}, {tup(step.src_shape)}).reshape(-1)", f"{x} = {x}.reshape(-1, 1)"]
+    combine = _combine_rows_code(step.reduction, n.flat, size, 1, n)[:-1]  # the result stays in n.out
+    return lines + combine + [f"{x} = {n.out}.reshape({args(shape)})"]
 
 
 # --- the contract ----------------------------------------------------------------
@@ -252,4 +363,17 @@ STEPS = {
     AdvancedIndex: advancedindex,
     ScatterRows: scatterrows,
     ScatterAlong: scatteralong,
+}
+
+# Each step kind -> the code explain prints for it, written next to the factory that runs it.
+CODE = {
+    Reshape: code_reshape,
+    Permute: code_permute,
+    Reduce: code_reduce,
+    Expand: code_expand,
+    TakeRows: code_takerows,
+    GatherAlong: code_gatheralong,
+    AdvancedIndex: code_advancedindex,
+    ScatterRows: code_scatterrows,
+    ScatterAlong: code_scatteralong,
 }

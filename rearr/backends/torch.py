@@ -1,10 +1,13 @@
-"""torch backend: each plan step as one or two native torch calls."""
+"""torch backend: each plan step as one or two native torch calls, and the code explain prints for it.
+
+torch is bound by load(), which the registry calls when the first tensor
+arrives: explain reads the code templates (the CODE table) without torch.
+"""
 
 from __future__ import annotations
 
 import sys
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..errors import RearrError
 from ..plan import (
@@ -20,12 +23,23 @@ from ..plan import (
     ScatterRows,
     TakeRows,
 )
-from . import _common
+from . import _code, _common
 from . import compile_plan as _compile
+from ._code import Names, args, tup
+
+if TYPE_CHECKING:
+    import torch
 
 name = "torch"
-TENSOR = torch.Tensor
-_INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def load() -> None:
+    """Bind torch and what is made of it (the registry calls this once torch is imported)."""
+    global torch, TENSOR, _INT_DTYPES
+    import torch
+
+    TENSOR = torch.Tensor
+    _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
 def accepts(x: object) -> bool:
@@ -61,14 +75,28 @@ def reshape(step: Reshape):
     return lambda x, env: x.reshape(*shape)
 
 
+def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+    # x.reshape is x.view where a view is possible, else x.contiguous().view: print which, so that a copy shows.
+    return [f"{n.x} = {n.x}.view({args(step.shape)})" if step.view
+            else f"{n.x} = {n.x}.contiguous().view({args(step.shape)})"]
+
+
 def permute(step: Permute):
     perm = step.perm
     return lambda x, env: x.permute(*perm)
 
 
+def code_permute(step: Permute, before, n: Names) -> list[str]:
+    return [f"{n.x} = {n.x}.permute({args(step.perm)})"]
+
+
 def expand(step: Expand):
     shape = step.shape
     return lambda x, env: x.expand(*shape)
+
+
+def code_expand(step: Expand, before, n: Names) -> list[str]:
+    return [f"{n.x} = {n.x}.expand({args(step.shape)})"]
 
 
 def reduce(step: Reduce):
@@ -114,6 +142,22 @@ def _reduce_nothing(r: str):
         return x.clone()
 
     return run
+
+
+def code_reduce(step: Reduce, before, n: Names) -> list[str]:
+    x, r, axes = n.x, step.reduction, step.axes
+    if callable(r):  # the callable that was passed, bound to this name
+        return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
+    if not axes:  # _reduce_nothing
+        if r in ("any", "all"):
+            return [f"{x} = {x} != 0"]
+        if r in ("sum", "prod"):
+            return [f"{x} = {x}.clone() if {x}.is_floating_point() or {x}.is_complex() else {x}.to(torch.int64)"]
+        return [f"{x} = {x}.clone()"]
+    if r == "prod":  # one dim at a time
+        return [f"{x} = {x}.prod({a})" for a in sorted(axes, reverse=True)]
+    dims = str(axes[0]) if len(axes) == 1 else tup(axes)
+    return [f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"]
 
 
 # --- indices -----------------------------------------------------------------
@@ -173,6 +217,17 @@ def _term(c: IndexTerm):
     return term
 
 
+def _term_code(t: IndexTerm, n: Names) -> str:
+    if t.index is None:
+        if t.stride != 1:  # the stride goes into arange
+            return _code.view(f"torch.arange(0, {t.length} * {t.stride}, {t.stride}, device={n.x}.device)",
+                              (t.length,), t.shape, "view")
+        return _code.view(f"torch.arange({t.length}, device={n.x}.device)", (t.length,), t.shape, "view")
+    expr, have = _code.index_expr(t, n, lambda e, perm: f"{e}.permute({args(perm)})")
+    expr = _code.view(expr, have, t.shape, "reshape")
+    return f"{expr} * {t.stride}" if t.stride != 1 else expr
+
+
 def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...]):
     """A function (env, x) -> the row that each point of the index space moves: the sum of the terms, 1-d."""
     fns = [_term(c) for c in terms]
@@ -187,9 +242,18 @@ def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...]):
     return flat
 
 
+def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: Names) -> tuple[list[str], str]:
+    return _code.row_positions(terms, space, n, _term_code, lambda e, space: f"{_code.paren(e)}.expand({args(space)})")
+
+
 def takerows(step: TakeRows):
     flat = _row_positions(step.terms, step.space)
     return lambda x, env: x.index_select(0, flat(env, x))
+
+
+def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+    pre, flat = _row_positions_code(step.terms, step.space, n)
+    return pre + [f"{n.x} = {n.x}.index_select(0, {flat})"]
 
 
 def gatheralong(step: GatherAlong):
@@ -200,11 +264,24 @@ def gatheralong(step: GatherAlong):
     return lambda x, env: torch.gather(x, dim, term(env, x).expand(*shape))
 
 
+def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+    idx = _term_code(step.term, n)
+    if step.term.shape != step.shape:
+        idx = f"{_code.paren(idx)}.expand({args(step.shape)})"
+    return [f"{n.x} = torch.gather({n.x}, {step.dim}, {idx})"]
+
+
 def advancedindex(step: AdvancedIndex):
     terms = [_contiguous(_term(c)) if not _common.identity_perm(c.perm) else _term(c) for c in step.terms]
     if all(c.shape == () for c in step.terms):  # torch reads 0-d tensor indices as ints: a view
         return lambda x, env: x[tuple(c(env, x) for c in terms)].clone()
     return lambda x, env: x[tuple(c(env, x) for c in terms)]
+
+
+def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+    terms = [_term_code(t, n) + ("" if _common.identity_perm(t.perm) else ".contiguous()") for t in step.terms]
+    clone = ".clone()" if all(t.shape == () for t in step.terms) else ""
+    return [f"{n.x} = {n.x}[{', '.join(terms)}]{clone}"]
 
 
 def _contiguous(fn):
@@ -256,6 +333,19 @@ def scatterrows(step: ScatterRows):
     return run
 
 
+def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
+    """run() above with fill 0 and no into=."""
+    pre, flat = _row_positions_code(step.terms, step.space, n)
+    x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
+    if r == "set":
+        return pre + ["# rearr first checks that flat holds no row twice ('set')",
+                      f"{x} = {x}.new_full(({rows}, {width}), 0).index_copy_(0, {flat}, {x})"]
+    if r == "sum":
+        return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
+    return pre + [f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
+                  f".expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+
+
 def scatteralong(step: ScatterAlong):
     reduction, dim, shape, src_shape = step.reduction, step.dim, step.shape, step.src_shape
     into_calls = _compile(step.into, sys.modules[__name__])
@@ -284,6 +374,21 @@ def scatteralong(step: ScatterAlong):
     return run
 
 
+def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
+    """run() above with fill 0 and no into=."""
+    x, dim, shape, r = n.x, step.dim, step.shape, step.reduction
+    idx = _term_code(step.term, n)
+    if step.term.shape != step.src_shape:
+        idx = f"{_code.paren(idx)}.expand({args(step.src_shape)})"
+    if r == "set":
+        return ["# rearr first checks that no two writes meet ('set')",
+                f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
+    if r == "sum":
+        return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
+    return [f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
+            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+
+
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
     if idx.shape[dim] > 1 and idx.device.type != "meta":
         s = idx.sort(dim).values
@@ -304,4 +409,17 @@ STEPS = {
     AdvancedIndex: advancedindex,
     ScatterRows: scatterrows,
     ScatterAlong: scatteralong,
+}
+
+# Each step kind -> the code explain prints for it, written next to the factory that runs it.
+CODE = {
+    Reshape: code_reshape,
+    Permute: code_permute,
+    Reduce: code_reduce,
+    Expand: code_expand,
+    TakeRows: code_takerows,
+    GatherAlong: code_gatheralong,
+    AdvancedIndex: code_advancedindex,
+    ScatterRows: code_scatterrows,
+    ScatterAlong: code_scatteralong,
 }
