@@ -85,10 +85,9 @@ def test_every_step_entry_runs_and_gives_the_reference_result(module, kind):
 
 def _index_env(backend, pattern: str, p: plan.Plan, indices: dict, x):
     """The environment that api builds for an indexed call: each index converted and checked."""
-    env = {"text": pattern, "fill": 0, "into": None}
-    for u in p.indices:
-        env[u.name] = backend.check_index(backend.convert_index(indices[u.name], x, u.name, pattern), u, pattern)
-    return env
+    return contract.IndexEnv(pattern, {
+        u.name: backend.check_index(backend.convert_index(indices[u.name], x, u.name, pattern), u, pattern)
+        for u in p.indices})
 
 
 # --- the check ---------------------------------------------------------------------------

@@ -354,3 +354,41 @@ def test_lowering_is_chosen_by_size():
     assert any(isinstance(s, plan.GatherAlong) for s in small.steps)
     assert any(isinstance(s, plan.TakeRows) for s in large.steps)
     assert large.steps[0] == plan.Reshape((64 * 4096, 64), True)  # a view: rows move, x is not copied
+
+
+# --- index names that are also the call's own values --------------------------------
+
+
+@backends
+def test_an_index_named_text_keeps_the_pattern_in_errors(backend):
+    """The index environment once kept the pattern under "text": an index of that name replaced it."""
+    pattern = "b k -> b n[text]"
+    idx = to_backend(np.zeros((2, 3), dtype=np.int64), backend)
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.scatter(to_backend(np.ones((2, 3)), backend), pattern, "set", n=4, text=idx)
+    assert info.value.pattern == pattern
+    assert "more than once under 'set'" in info.value.message
+
+
+@backends
+@pytest.mark.parametrize("reduction", ["sum", "set", "max"])
+def test_a_scatter_index_named_text_writes_where_it_says(backend, reduction):
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[3, 0, 1], [2, 1, 0]])
+    got = rearr.scatter(to_backend(x, backend), "b k -> b n[text]", reduction, n=5, fill=-1.0,
+                        text=to_backend(idx, backend))
+    want = np.full((2, 5), -1.0)
+    for b in range(2):
+        want[b, idx[b]] = x[b]
+    np.testing.assert_array_equal(to_numpy(got), want)
+
+
+@backends
+def test_gather_indices_named_text_fill_and_into(backend):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 5, 3))
+    text, fill, into = rng.integers(0, 4, 6), rng.integers(0, 5, 6), rng.integers(0, 3, 6)
+    got = rearr.rearrange(to_backend(x, backend), "h[text: p] w[fill: p] c[into: p] -> p",
+                          text=to_backend(text, backend), fill=to_backend(fill, backend),
+                          into=to_backend(into, backend))
+    np.testing.assert_array_equal(to_numpy(got), x[text, fill, into])

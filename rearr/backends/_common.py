@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import RearrError
 from ..plan import IndexTerm, IndexUse
+from .contract import IndexEnv
 
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
 
@@ -46,9 +47,9 @@ def duplicate_under_set(name: str, text: str) -> RearrError:
     )
 
 
-def arranged_into(env: dict, calls: tuple) -> object | None:
+def arranged_into(env: IndexEnv, calls: tuple) -> object | None:
     """into= (never modified) brought to the scatter's layout by the plan's steps, or None."""
-    into = env.get("into")
+    into = env.into
     if into is None:
         return None
     for f in calls:

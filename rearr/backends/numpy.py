@@ -27,6 +27,7 @@ from ..plan import (
 from . import _code, _common
 from . import compile_plan as _compile
 from ._code import Names, args, tup
+from .contract import IndexEnv
 
 if TYPE_CHECKING:
     import numpy as np
@@ -160,12 +161,12 @@ def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
     return np.where(t < 0, t + n, t) if lo < 0 else t
 
 
-def _term(c: IndexTerm, env: dict) -> np.ndarray:
+def _term(c: IndexTerm, env: IndexEnv) -> np.ndarray:
     perm, shape = _common.term_layout(c)
     if c.index is None:
         t = np.arange(c.length)
     else:
-        t = env[c.index]
+        t = env.indices[c.index]
         if perm is not None:
             t = np.transpose(t, perm)
     if t.shape != shape:
@@ -182,7 +183,7 @@ def _term_code(t: IndexTerm, n: Names) -> str:
     return f"{expr} * {t.stride}" if t.stride != 1 else expr
 
 
-def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...], env: dict) -> np.ndarray:
+def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...], env: IndexEnv) -> np.ndarray:
     """The row that each point of the index space moves: the sum of the terms, as a 1-d array."""
     total = None
     for c in terms:
@@ -239,17 +240,17 @@ def _identity(reduction: str, dtype: np.dtype):
     return info.max if big else info.min
 
 
-def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, base, env: dict, names: str):
+def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, base, env: IndexEnv, names: str):
     """Combine rows of x (n, width) into rows `flat` of a (rows, width) result."""
     if reduction == "mean" and not is_float(x):
         raise _common.mean_of_integers(x.dtype)
-    fill = env.get("fill", 0)
+    fill = env.fill
     if reduction == "set":
         if flat.size > 1:
             s = np.sort(flat)
             dup = np.flatnonzero(s[1:] == s[:-1])
             if dup.size:
-                raise _common.duplicate_under_set(names, env["text"])
+                raise _common.duplicate_under_set(names, env.text)
         out = np.full((rows, x.shape[1]), fill, dtype=x.dtype) if base is None else np.array(base)
         out[flat] = x
         return out

@@ -204,10 +204,10 @@ def _term(c: IndexTerm):
     permute = not _common.identity_perm(perm)
     view = c.permuted != shape
     if not permute and not view and stride == 1:
-        return lambda env, x: env[name]
+        return lambda env, x: env.indices[name]
 
     def term(env, x):
-        t = env[name]
+        t = env.indices[name]
         if permute:
             t = t.permute(*perm)
         if view:
@@ -309,10 +309,10 @@ def scatterrows(step: ScatterRows):
             raise _common.mean_of_integers(x.dtype)
         flat = flat_fn(env, x)
         base = _common.arranged_into(env, into_calls)
-        fill = env.get("fill", 0)
+        fill = env.fill
         width = x.shape[1]
         if reduction == "set":
-            _check_unique(flat, names, env["text"])
+            _check_unique(flat, names, env.text)
             if base is None:  # fresh tensors are written in place: no second copy
                 return x.new_full((rows, width), fill).index_copy_(0, flat, x)
             return base.index_copy(0, flat, x)
@@ -361,15 +361,15 @@ def scatteralong(step: ScatterAlong):
             idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
         if reduction == "set":
-            _check_unique_along(idx, dim, name, env["text"])
+            _check_unique_along(idx, dim, name, env.text)
             if base is None:
-                return x.new_full(shape, env["fill"]).scatter_(dim, idx, x)
+                return x.new_full(shape, env.fill).scatter_(dim, idx, x)
             return base.scatter(dim, idx, x)
         if base is not None:
             return base.scatter_reduce(dim, idx, x, native, include_self=True)
-        if reduction == "sum" and env["fill"] == 0:  # the hand-written scatter_add_, on a fresh tensor
+        if reduction == "sum" and env.fill == 0:  # the hand-written scatter_add_, on a fresh tensor
             return x.new_zeros(*shape).scatter_add_(dim, idx, x)
-        return x.new_full(shape, env["fill"]).scatter_reduce_(dim, idx, x, native, include_self=False)
+        return x.new_full(shape, env.fill).scatter_reduce_(dim, idx, x, native, include_self=False)
 
     return run
 
