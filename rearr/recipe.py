@@ -296,7 +296,7 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     middle = in_axes + [a for a in dict.fromkeys(introduced)]  # the gathered tensor's axes
     scatters = tuple(_resolve_index(text, s, middle, "input", cols) for s in scatters)
     index_names = [s.name for s in gathers + scatters]
-    _check_index_names(text, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
+    _check_index_names(text, op, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
     for s in scatters:
         if s.axis in middle:
             raise _err(text, "RA204", f"axis {s.axis!r} is written by index {s.name!r} but also read from the input",
@@ -380,9 +380,16 @@ def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols
     return spec
 
 
-def _check_index_names(text: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
+# The keyword parameters of the functions that take indices: an index of one of these names could not be passed.
+CALL_KEYWORDS = {"rearrange": ("check_bounds",), "scatter": ("fill", "into", "check_bounds")}
+
+
+def _check_index_names(text: str, op: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
     seen: set[str] = set()
     for s in specs:
+        if s.name in CALL_KEYWORDS.get(op, ()):
+            raise _err(text, "RA204", f"index {s.name!r} has the name of {op}'s own keyword {s.name}=", s.col,
+                       f"rename the index, e.g. [{s.name}_idx], and pass it as {s.name}_idx=")
         if s.name in seen:
             raise _err(text, "RA204", f"index {s.name!r} is used twice", s.col,
                        "give each indexed axis its own index keyword")

@@ -392,3 +392,24 @@ def test_gather_indices_named_text_fill_and_into(backend):
                           text=to_backend(text, backend), fill=to_backend(fill, backend),
                           into=to_backend(into, backend))
     np.testing.assert_array_equal(to_numpy(got), x[text, fill, into])
+
+
+@pytest.mark.parametrize("op, name", [("scatter", "fill"), ("scatter", "into"), ("scatter", "check_bounds"),
+                                      ("rearrange", "check_bounds")])
+def test_an_index_named_like_the_calls_own_keyword_is_refused_with_a_fix_that_works(op, name):
+    """scatter(..., fill=idx) would reach fill=, not the index: the pattern is refused, the caret on the index."""
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[1, 0, 2], [2, 2, 0]])
+    if op == "scatter":
+        pattern, call = f"b k -> b n[{name}]", lambda p, **kw: rearr.scatter(x, p, "sum", n=3, **kw)
+    else:
+        pattern, call = f"b n[{name}: b k] -> b k", lambda p, **kw: rearr.rearrange(x, p, **kw)
+    with pytest.raises(rearr.RearrError) as info:
+        call(pattern)
+    e = info.value
+    assert e.code == "RA204" and pattern[e.col:].startswith(name), (e.col, pattern)
+    assert f"{name}_idx=" in e.hint
+    fixed = pattern.replace(f"[{name}", f"[{name}_idx")
+    got = call(fixed, **{f"{name}_idx": idx})
+    want = rearr.scatter(x, "b k -> b n[i]", "sum", n=3, i=idx) if op == "scatter" else np.take_along_axis(x, idx, 1)
+    np.testing.assert_array_equal(got, want)
