@@ -171,3 +171,15 @@ def test_the_backend_docs_examples_hold():
     failures: list[str] = []
     runner.run(test, out=failures.append)
     assert runner.failures == 0, "".join(failures)
+
+
+def test_explaining_first_then_running_binds_the_framework():
+    """explain imports a backend module without its framework; the first real tensor then loads it."""
+    code = ("import sys, rearr; rearr.explain('a b -> b a', (2, 3)); "
+            "rearr.explain('a b -> b a', (2, 3), backend='numpy'); "
+            "assert 'torch' not in sys.modules and 'numpy' not in sys.modules; "
+            "import torch, numpy as np; "
+            "assert rearr.rearrange(torch.ones(2, 3), 'a b -> b a').shape == (3, 2); "
+            "assert rearr.rearrange(np.ones((2, 3)), 'a b -> b a').shape == (3, 2)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
