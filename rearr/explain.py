@@ -36,7 +36,7 @@ from .plan import (
 )
 
 OPS = ("rearrange", "reduce", "repeat", "scatter")
-BACKENDS = ("torch", "numpy")  # the backends with explain templates (a CODE table)
+BACKENDS = ("torch", "numpy")  # the backends that ship explain templates (any backend with a CODE table works)
 SHOW_LIMIT = 64  # --show prints arrays of at most this many elements
 
 Names = tuple[tuple[str, ...], ...]  # the elementary axes of each dimension
@@ -117,8 +117,7 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
     if op not in OPS:
         raise RearrError(f"explain covers {', '.join(OPS)}, not {op!r}", code="RA100",
                          hint="explain one of those operations")
-    if backend not in BACKENDS:
-        raise RearrError(f"unknown backend {backend!r}", code="RA500", hint=f"one of {', '.join(BACKENDS)}")
+    templates = backends.code_templates(backend)  # the RearrError for an unknown backend, or one without them
     if len(shapes) != 1:
         raise RearrError(f"explain takes one input shape, {len(shapes)} given", code="RA304",
                          hint="pass the input's shape once, e.g. explain('c b h -> b (c h)', (2, 5, 32))")
@@ -133,7 +132,7 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
 
     used = {n for n, _, _ in plan.lengths} | set(r.index_names) | {_show_axis(n) for n, _, _ in plan.lengths}
     x, out = _fresh("x", used), _fresh("out", used)
-    coder = _Code(plan, backends.code_templates(backend), x, used | {x})
+    coder = _Code(plan, templates, x, used | {x})
     notes = []
     if plan.indices:
         notes.append("rearr first converts each index to int64, checks -n <= i < n and counts negative "
