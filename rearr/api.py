@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from . import planner, policy, recipe
 from .backends import _BY_TYPE, backend_for, compile_plan
+from .backends.contract import IndexEnv
 from .errors import RearrError
 
 Tensor = TypeVar("Tensor")
@@ -98,10 +99,11 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
         _check_into(into, x, backend)
         into_shape = tuple(into.shape)
     uses, calls = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
-    env: dict[str, Any] = {"text": pattern, "fill": fill, "into": into}
+    indices: dict[str, Any] = {}
     for use in uses:
         t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
-        env[use.name] = backend.check_index(t, use, pattern) if check_bounds else t
+        indices[use.name] = backend.check_index(t, use, pattern) if check_bounds else t
+    env = IndexEnv(pattern, indices, fill, into)
     if check_bounds:
         for f in calls:
             x = f(x, env)

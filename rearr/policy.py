@@ -149,8 +149,8 @@ def prelude(steps: tuple, backend: ModuleType) -> Callable[[Any, Any], Any] | No
             if largest >= _SMALL:
                 check_bytes(largest, itemsize_of(x))
             passed.add(x.dtype)
-        if scatter is not None and env["fill"] != 0 and env.get("into") is None and kind_of(x) != "other":
-            env["fill"] = check_fill(kind_of(x), bounds_of(x), x.dtype, env["fill"])
+        if scatter is not None and env.fill != 0 and env.into is None and kind_of(x) != "other":
+            env.fill = check_fill(kind_of(x), bounds_of(x), x.dtype, env.fill)
         return x
 
     return check

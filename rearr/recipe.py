@@ -270,7 +270,8 @@ def _check_duplicates(text: str, operand: ir.Operand) -> None:
             seen.add(node.name)
 
 
-def _flat(dims: tuple[Dim, ...]) -> list[str]:
+def _axis_names(dims: tuple[Dim, ...]) -> list[str]:
+    """The elementary axis names of a side, in order (groups opened)."""
     return [n for d in dims for n in d.names]
 
 
@@ -289,9 +290,9 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         raise _err(text, "RA204", "scatter needs an index bracket on the output side", right.col,
                    "write the axis that is written to with its index, e.g. 'b k -> b n[idx]'")
     gathered, scattered = {g.axis for g in gathers}, {s.axis for s in scatters}
-    in_axes = [n for n in _flat(ins) if n not in gathered]
-    out_axes = [n for n in _flat(outs) if n not in scattered]
-    in_has_ell, out_has_ell = ELLIPSIS in in_axes, ELLIPSIS in _flat(outs)
+    in_axes = [n for n in _axis_names(ins) if n not in gathered]
+    out_axes = [n for n in _axis_names(outs) if n not in scattered]
+    in_has_ell, out_has_ell = ELLIPSIS in in_axes, ELLIPSIS in _axis_names(outs)
     if out_has_ell and not in_has_ell:
         raise _err(text, "RA202", "'...' on the output side but not on the input side", cols[ELLIPSIS],
                    "add '...' to the input side too")
@@ -310,7 +311,7 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     middle = in_axes + [a for a in dict.fromkeys(introduced)]  # the gathered tensor's axes
     scatters = tuple(_resolve_index(text, s, middle, "input", cols) for s in scatters)
     index_names = [s.name for s in gathers + scatters]
-    _check_index_names(text, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
+    _check_index_names(text, op, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
     for s in scatters:
         if s.axis in middle:
             raise _err(text, "RA204", f"axis {s.axis!r} is written by index {s.name!r} but also read from the input",
@@ -343,7 +344,7 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         lost = [a for a in only_in if a not in scattered_axes]
         _one_side(text, lost, cols, "input", "scatter",
                   "add it to the output, or to the index's axes so that it is combined by the reduction")
-    known = set(_flat(ins)) | set(_flat(outs)) | {a for s in gathers + scatters for a in s.axes}
+    known = set(_axis_names(ins)) | set(_axis_names(outs)) | {a for s in gathers + scatters for a in s.axes}
     for name in length_names:
         if name in index_names:
             continue
@@ -400,9 +401,16 @@ def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols
     return spec
 
 
-def _check_index_names(text: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
+# The keyword parameters of the functions that take indices: an index of one of these names could not be passed.
+CALL_KEYWORDS = {"rearrange": ("check_bounds",), "scatter": ("fill", "into", "check_bounds")}
+
+
+def _check_index_names(text: str, op: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
     seen: set[str] = set()
     for s in specs:
+        if s.name in CALL_KEYWORDS.get(op, ()):
+            raise _err(text, "RA204", f"index {s.name!r} has the name of {op}'s own keyword {s.name}=", s.col,
+                       f"rename the index, e.g. [{s.name}_idx], and pass it as {s.name}_idx=")
         if s.name in seen:
             raise _err(text, "RA204", f"index {s.name!r} is used twice", s.col,
                        "give each indexed axis its own index keyword")
@@ -453,7 +461,7 @@ def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe
                 cols.setdefault(dim.name, dim.col)
         sides.append(tuple(dims))
     _check_duplicates(text, right)
-    ins = [n for dims in sides[:-1] for n in _flat(dims)]
+    ins = [n for dims in sides[:-1] for n in _axis_names(dims)]
     for dim in sides[-1]:
         if dim.names[0] not in ins:
             what = "'...'" if dim.names[0] == ELLIPSIS else f"axis {dim.names[0]!r}"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..errors import RearrError
-from ..planner import Coord, IndexUse
+from ..plan import IndexTerm, IndexUse
+from .contract import IndexEnv
 
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
 
@@ -48,9 +49,9 @@ def duplicate_under_set(name: str, text: str) -> RearrError:
     )
 
 
-def arranged_into(env: dict, calls: tuple) -> object | None:
+def arranged_into(env: IndexEnv, calls: tuple) -> object | None:
     """into= (never modified) brought to the scatter's layout by the plan's steps, or None."""
-    into = env.get("into")
+    into = env.into
     if into is None:
         return None
     for f in calls:
@@ -62,7 +63,7 @@ def identity_perm(perm: tuple[int, ...]) -> bool:
     return perm == tuple(range(len(perm)))
 
 
-def coord_layout(c: Coord) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+def term_layout(c: IndexTerm) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """The permutation (None when identity) and view shape of one coordinate."""
     return (None if identity_perm(c.perm) else c.perm), c.shape
 
