@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 
 import torch
+from torch import _VF
+from torch.overrides import has_torch_function as _has_torch_function
 
 from ..errors import RearrError
 from ..planner import (
@@ -41,7 +43,15 @@ def concat(xs: list, axis: int) -> torch.Tensor:
 
 
 def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
+    # torch.einsum's own path for <= 2 operands without its Python wrapper; the wrapper stays for
+    # __torch_function__ overrides and for opt_einsum's contraction order.
+    if len(xs) <= 2 and not _has_torch_function(xs):
+        return _VF.einsum(spec, xs)
     return torch.einsum(spec, *xs)
+
+
+def to_numpy(x: torch.Tensor):
+    return x.detach().cpu().numpy()
 
 
 def is_float(x: torch.Tensor) -> bool:
