@@ -426,8 +426,8 @@ def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, st
     spec = ",".join(spec_of(dims) for dims, _ in operands) + "->" + spec_of(r.outputs[0])
     post = None
     out_dims = r.outputs[0]
+    ell_shape = _broadcast(pattern, ellipses)  # checked here: the backend's message would name its letters
     if any(d.group or not d.names for d in out_dims):
-        ell_shape = _broadcast(pattern, ellipses)
         post_shape: list[int] = []
         for d in out_dims:
             if d.names == (recipe.ELLIPSIS,):

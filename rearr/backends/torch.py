@@ -44,8 +44,8 @@ def concat(xs: list, axis: int) -> torch.Tensor:
 
 def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
     # torch.einsum's own path for <= 2 operands without its Python wrapper; the wrapper stays for
-    # __torch_function__ overrides and for opt_einsum's contraction order.
-    if len(xs) <= 2 and not _has_torch_function(xs):
+    # __torch_function__ overrides, opt_einsum's contraction order, and torch.compile (which traces it).
+    if len(xs) <= 2 and not torch.compiler.is_compiling() and not _has_torch_function(xs):
         return _VF.einsum(spec, xs)
     return torch.einsum(spec, *xs)
 
