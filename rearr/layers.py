@@ -26,10 +26,20 @@ __all__ = ["EinMix", "Gather", "Rearrange", "Reduce", "Repeat", "Scatter"]
 
 def _check(layer: str, pattern: object, op: str, reduction: object = None, lengths: dict | None = None) -> Any:
     """The pattern's Recipe, or the RearrError a call would raise, now."""
+    if not isinstance(pattern, str):
+        raise _pattern_error(pattern, layer)
     err = recipe.validate(pattern, op, reduction, lengths)  # type: ignore[arg-type]
     if err is not None:
         raise err.with_context(op=layer)
     return recipe.analyze(pattern, op, reduction, tuple(sorted(lengths or ())))  # type: ignore[arg-type]
+
+
+def _pattern_error(pattern: object, layer: str) -> RearrError:
+    try:
+        recipe.parse(pattern)
+    except RearrError as e:
+        return e.with_context(op=layer)
+    raise AssertionError("unreachable: only a str parses")  # pragma: no cover
 
 
 def _args(*values: object, lengths: dict[str, Any]) -> str:
@@ -247,7 +257,7 @@ def _einmix_spec(pattern: object, weight_shape: object, bias_shape: object, leng
                          pattern=pattern, hint="add '...' to the other side")
     flat_right = " ".join(right_names)
     right_text = pattern[p.arrow + 2:]  # type: ignore[operator]
-    einsum_pattern = f"{pattern[:p.arrow]}, {weight_shape} -> {flat_right}"
+    einsum_pattern = f"{pattern[:p.arrow].strip()}, {weight_shape} -> {flat_right}"
     # The einsum's own checks: every output axis is on some input, lengths name axes, groups divide.
     r = recipe.analyze(einsum_pattern, "einsum", None, tuple(sorted(lengths)))
     for name, value in lengths.items():
@@ -274,13 +284,12 @@ def _einmix_spec(pattern: object, weight_shape: object, bias_shape: object, leng
                 raise RearrError(f"the bias's axis {name!r} has no length", code="RA301", pattern=bias_shape,
                                  hint=f"pass it as a keyword, e.g. {name}=8")
         # Aligned with the flat output, trailing '...'s axes broadcast: the bias's axes come after '...'.
-        bias_dims = []
+        bias_dims = []  # as einops: a 1 for each output axis that is not the bias's, none for '...'
         for name in right_names:
             if name == "...":
-                if bias_dims and any(n != 1 for n in bias_dims):
+                if any(n != 1 for n in bias_dims):
                     raise RearrError("all the bias's axes must come after '...' on the output side", code="RA202",
                                      pattern=pattern, hint="move '...' before the bias's axes")
-                bias_dims = []
             else:
                 bias_dims.append(lengths[name] if name in bias_names else 1)
     grouped = any(isinstance(d, ir.Group) or isinstance(d, ir.Anon) for d in p.outputs[0].dims)
