@@ -247,21 +247,26 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
     tensors = tensors_and_pattern[:-1]
     try:
         if pattern.__class__ is str and tensors:
-            kind = tensors[0].__class__
-            backend = _BY_TYPE.get(kind)
-            shapes = tuple([t.shape for t in tensors if t.__class__ is kind])
-            if backend is not None and len(shapes) == len(tensors):
-                for value in axes_lengths.values():
-                    if value.__class__ is not int:  # 2.0 == 2 in a cache key: validate before the look-up
-                        axes_lengths = _einsum_lengths(pattern, axes_lengths)
-                        break
-                pre, spec, post = _einsum_plan(pattern, shapes, tuple(axes_lengths.items()))
-                if pre or post is not None:
-                    return _einsum_run(backend, pre, spec, post, tensors)
-                try:
-                    return backend.einsum(spec, *tensors)
-                except (RuntimeError, ValueError, TypeError) as e:
-                    _einsum_refused(backend, e)
+            lengths = _einsum_key(pattern, axes_lengths) if axes_lengths else ()
+            if len(tensors) == 2:  # the common call, unrolled: issue 9 counts its overhead
+                a, b = tensors
+                backend = _BY_TYPE.get(a.__class__)
+                if backend is not None and b.__class__ is a.__class__:
+                    pre, spec, post = _einsum_plan(pattern, (a.shape, b.shape), lengths)
+                    if pre:
+                        a = a if pre[0] is None else a.reshape(pre[0])
+                        b = b if pre[1] is None else b.reshape(pre[1])
+                    try:
+                        out = backend.einsum(spec, a, b)
+                    except (RuntimeError, ValueError, TypeError) as e:
+                        _einsum_refused(backend, e)
+                    return out if post is None else out.reshape(post)
+            else:
+                kind = tensors[0].__class__
+                backend = _BY_TYPE.get(kind)
+                shapes = tuple([t.shape for t in tensors if t.__class__ is kind])
+                if backend is not None and len(shapes) == len(tensors):
+                    return _einsum_run(backend, *_einsum_plan(pattern, shapes, lengths), tensors)
         return _einsum_careful(tensors_and_pattern, axes_lengths)
     except RearrError as e:
         shapes = tuple(_shape_of(t) for t in tensors)
@@ -308,6 +313,14 @@ def _einsum_careful(args: tuple, axes_lengths: dict[str, Any]) -> Any:
     lengths = _einsum_lengths(pattern, axes_lengths)
     pre, spec, post = _einsum_plan(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
     return _einsum_run(backend, pre, spec, post, tuple(tensors))
+
+
+def _einsum_key(pattern: str, axes_lengths: dict[str, Any]) -> tuple:
+    """The lengths as a cache key: plain ints as they are, anything else validated first (2.0 == 2)."""
+    for value in axes_lengths.values():
+        if value.__class__ is not int:
+            return tuple(_einsum_lengths(pattern, axes_lengths).items())
+    return tuple(axes_lengths.items())
 
 
 def _einsum_lengths(pattern: str, axes_lengths: dict[str, Any]) -> dict[str, int]:
