@@ -251,7 +251,7 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
             if len(tensors) == 2:  # the common call, unrolled: issue 9 counts its overhead
                 a, b = tensors
                 backend = _BY_TYPE.get(a.__class__)
-                if backend is not None and b.__class__ is a.__class__:
+                if backend is not None and (b.__class__ is a.__class__ or _BY_TYPE.get(b.__class__) is backend):
                     pre, spec, post = _einsum_plan(pattern, (a.shape, b.shape), lengths)
                     if pre:
                         a = a if pre[0] is None else a.reshape(pre[0])
@@ -262,11 +262,11 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
                         _einsum_refused(backend, e)
                     return out if post is None else out.reshape(post)
             else:
-                kind = tensors[0].__class__
-                backend = _BY_TYPE.get(kind)
-                shapes = tuple([t.shape for t in tensors if t.__class__ is kind])
-                if backend is not None and len(shapes) == len(tensors):
-                    return _einsum_run(backend, *_einsum_plan(pattern, shapes, lengths), tensors)
+                backend = _BY_TYPE.get(tensors[0].__class__)
+                if backend is not None:  # (an nn.Parameter is another class of the same backend)
+                    shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
+                    if len(shapes) == len(tensors):
+                        return _einsum_run(backend, *_einsum_plan(pattern, shapes, lengths), tensors)
         return _einsum_careful(tensors_and_pattern, axes_lengths)
     except RearrError as e:
         shapes = tuple(_shape_of(t) for t in tensors)
@@ -597,7 +597,13 @@ def _pack_split_cached(pattern: str, op: str) -> tuple[int, int]:
 
 def asnumpy(tensor: Any) -> Any:
     """The tensor as a numpy array (detached and on the CPU for torch), as einops.asnumpy."""
-    return backend_for(tensor).to_numpy(tensor)
+    backend = backend_for(tensor)
+    try:
+        return backend.to_numpy(tensor)
+    except (TypeError, RuntimeError) as e:  # a dtype numpy lacks (bfloat16, float8), a sparse tensor ...
+        raise RearrError(f"{backend.name} cannot give this {getattr(tensor, 'dtype', '')} tensor to numpy: {e}",
+                         code="RA500", shape=_shape_of(tensor),
+                         hint="convert it first, e.g. asnumpy(x.float())") from None
 
 
 def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:

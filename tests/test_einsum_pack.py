@@ -228,6 +228,10 @@ def test_asnumpy():
     np.testing.assert_array_equal(rearr.asnumpy(t), einops.asnumpy(t))
     e = _code(rearr.asnumpy, [1, 2])
     assert e.code == "RA500"
+    bf16 = torch.ones(2, dtype=torch.bfloat16)
+    e = _code(rearr.asnumpy, bf16)
+    assert e.code == "RA500" and "asnumpy(x.float())" in e.hint
+    assert rearr.asnumpy(bf16.float()).tolist() == [1.0, 1.0]  # the hint, applied
     assert "asnumpy" in rearr.__all__
 
 

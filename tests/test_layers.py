@@ -121,6 +121,10 @@ def test_layers_plan_once_per_input_shape(monkeypatch):
     for _ in range(3):
         mix(torch.rand(2, 7, 3))
     assert rearr.api._einsum_plan.cache_info().misses == 1
+    careful = rearr.api._einsum_careful
+    monkeypatch.setattr(rearr.api, "_einsum_careful", lambda *a: calls.append("careful") or careful(*a))
+    mix(torch.rand(2, 7, 3))  # a Tensor and a Parameter: two classes, one backend, the fast path
+    assert "careful" not in calls
 
 
 @pytest.mark.parametrize("make, code", [
