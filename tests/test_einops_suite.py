@@ -1,4 +1,5 @@
-"""einops 0.8.2's own test modules, run against rearr.
+"""einops 0.8.2's own test modules (test_ops, test_examples, test_packing, test_einsum, test_other, and
+test_layers for the torch layers), run against rearr.
 
 einops' functions (and `EinopsError`, and its torch layers) are pointed at rearr's for the
 duration of each test, in the test modules' globals and in the `einops` package itself (some
@@ -23,7 +24,15 @@ os.environ["EINOPS_TEST_BACKENDS"] = "numpy,torch"  # read once (then cached), w
 
 import einops.einops  # noqa: E402
 import einops.layers.torch  # noqa: E402
-from einops.tests import parse_backends_to_test, test_einsum, test_examples, test_ops, test_other, test_packing  # noqa: E402,I001
+from einops.tests import (  # noqa: E402
+    parse_backends_to_test,
+    test_einsum,
+    test_examples,
+    test_layers,
+    test_ops,
+    test_other,
+    test_packing,
+)
 
 parse_backends_to_test()
 if _SAVED is None:
@@ -34,7 +43,7 @@ else:
 import rearr  # noqa: E402
 import rearr.layers  # noqa: E402
 
-MODULES = (test_ops, test_examples, test_packing, test_einsum, test_other)
+MODULES = (test_ops, test_examples, test_packing, test_einsum, test_other, test_layers)
 
 # name in einops -> rearr's object with that role
 FUNCTIONS = {
@@ -61,7 +70,13 @@ EXCLUDED = {
     "a bare `python`); rearr's threads: tests/test_threads.py",
     "test_einsum::test_functional_errors": "asserts einops' exact messages and exception classes, and that "
     "'()', groups and anonymous axes raise NotImplementedError: rearr takes '()' and groups (a limit it lifts); "
-    "each case is in tests/test_layers_einsum.py::test_einops_einsum_error_cases",
+    "each case is in tests/test_einsum_pack.py::test_einops_einsum_error_cases",
+    # test_layers is beyond the five modules issue 8 names: run too, for the layers.
+    "test_layers::test_einmix_decomposition": "tests einops' private _EinmixDebugger",
+    "test_layers::test_einmix_restrictions": "tests einops' private _EinmixDebugger; the same four cases against "
+    "rearr's EinMix: tests/test_layers.py::test_einops_einmix_restrictions",
+    "test_layers::test_torch_layers_scripting": "torch.jit.script: a limit rearr keeps (patterns are parsed in "
+    "Python; torch.compile and torch.jit.trace are the supported ways)",
 }
 
 _COMPILE = "until compile branch merges (rearr's functions under torch.compile(fullgraph=True))"

@@ -198,6 +198,20 @@ def test_einmix_equals_einops_in_values_and_initialisation(args, kwargs, shape):
     assert repr(ours) == repr(theirs)
 
 
+def test_einops_einmix_restrictions():
+    """einops' test_einmix_restrictions, against rearr's EinMix (the shim excludes the original: it
+    builds einops' private _EinmixDebugger)."""
+    for args, kwargs, code in [
+        (("a b c d e -> e d c b a", "d a b"), dict(d=2, a=3), "RA301"),  # missing b
+        (("a b c d e -> e d c b a", "w a b"), dict(d=2, a=3, b=1), "RA301"),  # w has no length
+        (("(...) a -> ... a", "a"), dict(a=1), "RA202"),  # ellipsis in a group on the left
+        (("(...) a -> a ...", "a"), dict(a=1, bias_shape="a"), "RA202"),
+    ]:
+        with pytest.raises(RearrError) as info:
+            EinMix(*args, **kwargs)
+        assert info.value.code == code, (args, info.value)
+
+
 def test_einmix_initialisation_bounds():
     mix = EinMix("b c -> b d", "c d", "d", c=300, d=200)
     w_bound, b_bound = (3 / 300) ** 0.5, (1 / 300) ** 0.5
