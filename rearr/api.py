@@ -402,53 +402,81 @@ def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, st
             raise RearrError(f"the length of {name!r} cannot be inferred", code="RA301", pattern=pattern,
                              col=r.col(name), hint=f"pass it as a keyword, e.g. {name}=2")
         pending = rest
-    letters: dict[str, str] = {}
-
-    def spec_of(dims: tuple) -> str:
-        out = []
-        for d in dims:
-            for name in d.names:
-                if name == recipe.ELLIPSIS:
-                    out.append("...")
-                    continue
-                if name not in letters:
-                    if len(letters) == len(_LETTERS):
-                        raise RearrError(f"einsum supports at most {len(_LETTERS)} distinct axes", code="RA206",
-                                         pattern=pattern, col=r.col(name), hint="rearrange some axes together first")
-                    letters[name] = _LETTERS[len(letters)]
-                out.append(letters[name])
-        return "".join(out)
-
-    pre = []
-    for (dims, _), shape in zip(operands, shapes):
-        split = any(d.group or not d.names for d in dims)
-        if not split:
-            pre.append(None)
-            continue
-        target: list[int] = []
+    ell_shape = _broadcast(pattern, ellipses)  # checked here: the backend's message would name its letters
+    sides = [dims for dims, _ in operands] + [r.outputs[0]]
+    units = _einsum_units(sides)
+    if len(units) > len(_LETTERS):
+        raise RearrError(f"einsum supports at most {len(_LETTERS)} distinct axes", code="RA206", pattern=pattern,
+                         hint="rearrange some axes together first")
+    letter, unit_of = {}, {}
+    for k, unit in enumerate(units):
+        for name in unit:
+            letter[name], unit_of[name] = _LETTERS[k], unit
+    spec_parts: list[str] = []
+    reshapes: list[tuple | None] = []
+    for dims, shape in zip(sides, [s for s in shapes] + [None]):
+        text, target, fits = "", [], True
         pos = 0
         for d in dims:
             if d.names == (recipe.ELLIPSIS,):
-                n_ell = len(shape) - (len(dims) - 1)
-                target.extend(int(n) for n in shape[pos: pos + n_ell])
+                n_ell = len(ell_shape) if shape is None else len(shape) - (len(dims) - 1)
+                text += "..."
+                target.extend(ell_shape if shape is None else (int(n) for n in shape[pos: pos + n_ell]))
                 pos += n_ell
-            else:
-                target.extend(known[a] for a in d.names)
-                pos += 1
-        pre.append(tuple(target))
-    spec = ",".join(spec_of(dims) for dims, _ in operands) + "->" + spec_of(r.outputs[0])
-    post = None
-    out_dims = r.outputs[0]
-    ell_shape = _broadcast(pattern, ellipses)  # checked here: the backend's message would name its letters
-    if any(d.group or not d.names for d in out_dims):
-        post_shape: list[int] = []
-        for d in out_dims:
-            if d.names == (recipe.ELLIPSIS,):
-                post_shape.extend(ell_shape)
-            else:
-                post_shape.append(_prod(known[a] for a in d.names if a != recipe.ELLIPSIS))
-        post = tuple(post_shape)
-    return (tuple(pre) if any(p is not None for p in pre) else ()), spec, post
+                continue
+            pos += 1
+            fits = fits and bool(d.names) and unit_of[d.names[0]] == d.names  # the dim is one einsum axis
+            for name in d.names:
+                unit = unit_of[name]
+                if unit[0] == name:  # an einsum axis starts here (a fused one may end in a later dim)
+                    text += letter[name]
+                    if shape is not None:
+                        target.append(_prod(known[a] for a in unit))
+        spec_parts.append(text)
+        if shape is None:  # the output: its own dims' lengths, when they are not the einsum's
+            post = None
+            if not fits:
+                post = ()
+                for d in dims:
+                    post += ell_shape if d.names == (recipe.ELLIPSIS,) else (_prod(known[a] for a in d.names),)
+        else:
+            reshapes.append(None if fits else tuple(target))
+    spec = ",".join(spec_parts[:-1]) + "->" + spec_parts[-1]
+    return (tuple(reshapes) if any(p is not None for p in reshapes) else ()), spec, post
+
+
+def _einsum_units(sides: list) -> list[tuple[str, ...]]:
+    """The einsum's axes. A group such as ``(h w)`` whose axes stand together, in that order, in every
+    operand where any of them stands becomes one einsum axis (no reshape where it stays grouped),
+    unless that costs more reshapes than it saves; every other axis is its own."""
+    flats = [[n for d in dims for n in d.names] for dims in sides]
+    fused: dict[str, tuple[str, ...]] = {}
+    for run in dict.fromkeys(d.names for dims in sides for d in dims if len(d.names) > 1):
+        if recipe.ELLIPSIS in run or len(set(run)) < len(run) or any(n in fused for n in run):
+            continue
+        together = True
+        for flat in flats:
+            at = [k for k, n in enumerate(flat) if n in run]
+            together = together and (not at or flat[at[0]: at[0] + len(run)] == list(run) == [flat[k] for k in at])
+        if together and _reshapes(sides, run, True) <= _reshapes(sides, run, False):
+            fused.update((n, run) for n in run)
+    units: list[tuple[str, ...]] = []
+    for n in dict.fromkeys(n for flat in flats for n in flat if n != recipe.ELLIPSIS):
+        unit = fused.get(n, (n,))
+        if unit[0] == n:
+            units.append(unit)
+    return units
+
+
+def _reshapes(sides: list, run: tuple[str, ...], fused: bool) -> int:
+    """How many operands need a reshape for ``run``, fused into one einsum axis or not."""
+    count = 0
+    for dims in sides:
+        holding = [d for d in dims if set(d.names) & set(run)]
+        if holding:
+            count += not (len(holding) == 1 and holding[0].names == run) if fused else any(len(d.names) > 1 for d in
+                                                                                          holding)
+    return count
 
 
 def _einsum_agree(pattern: str, r: Any, known: dict, where: dict, name: str, n: int, col: int) -> None:

@@ -44,6 +44,14 @@ GROUPED = [
     ("... (h w), w -> ... h", [(2, 3, 6), (3,)], {"h": 2}, lambda x, y: x.reshape(2, 3, 2, 3) @ y),
     ("b i d, b j d -> b i j", [(2, 3, 4), (2, 5, 4)], {}, lambda x, y: np.einsum("bid,bjd->bij", x, y)),
     ("i i -> i", [(3, 3)], {}, np.diagonal),
+    ("(i i) -> i", [(9,)], {"i": 3}, lambda x: np.diagonal(x.reshape(3, 3))),
+    ("b (h w) c, (h w) d -> b d", [(2, 6, 4), (6, 5)], {"h": 2}, lambda x, y: np.einsum("bkc,kd->bd", x, y)),
+    ("b (h w) c, w h d -> b d", [(2, 6, 4), (3, 2, 5)], {"h": 2},
+     lambda x, y: np.einsum("bhwc,whd->bd", x.reshape(2, 2, 3, 4), y)),
+    ("t b (head cin), head cin cout -> t b (head cout)", [(5, 2, 6), (2, 3, 4)], {},
+     lambda x, y: np.einsum("tbhc,hcd->tbhd", x.reshape(5, 2, 2, 3), y).reshape(5, 2, 8)),
+    ("(a b) c, c (b a) -> (b a)", [(6, 4), (4, 6)], {"a": 2},
+     lambda x, y: np.einsum("abc,cba->ba", x.reshape(2, 3, 4), y.reshape(4, 3, 2)).reshape(6)),
     ("index ->", [(10,)], {}, np.sum),
 ]
 
@@ -241,3 +249,43 @@ def test_reduce_rearrange_is_rearrange_as_in_einops(backend):
     np.testing.assert_array_equal(to_numpy(rearr.reduce(x, "a b c -> c (b a)", "rearrange")),
                                   to_numpy(einops.reduce(x, "a b c -> c (b a)", "rearrange")))
     assert _code(rearr.reduce, x, "a b c -> a", "rearrange").code == "RA200"  # nothing is reduced
+
+
+def _grouped(names: list[str], rnd) -> str:
+    """names in order, adjacent ones randomly put in parentheses, sometimes a unit axis."""
+    out, k = [], 0
+    while k < len(names):
+        n = rnd.randint(1, min(3, len(names) - k))
+        out.append(names[k] if n == 1 else "(" + " ".join(names[k:k + n]) + ")")
+        k += n
+        if rnd.random() < 0.1:
+            out.append(rnd.choice(["1", "()"]))
+    return " ".join(out)
+
+
+@backends
+def test_einsum_with_groups_against_einops_through_rearrange(backend):
+    """Random two-operand patterns with groups, against einops: split every group with einops.rearrange,
+    einops.einsum over the plain axes, then group the result with einops.rearrange."""
+    import random
+
+    rnd = random.Random(8)
+    lengths = {"a": 2, "b": 3, "c": 1, "d": 4, "e": 2}
+    for _ in range(60):
+        left = rnd.sample(sorted(lengths), rnd.randint(1, 4))
+        right = rnd.sample(sorted(lengths), rnd.randint(1, 4))
+        union = sorted(set(left) | set(right))
+        out = rnd.sample(union, rnd.randint(0, len(union)))
+        sides = [_grouped(left, rnd), _grouped(right, rnd), _grouped(out, rnd)]
+        pattern = f"{sides[0]}, {sides[1]} -> {sides[2]}"
+        xs = []
+        for side, names in zip(sides[:2], (left, right)):
+            plain = rng.random([lengths[n] for n in names])
+            xs.append(einops.rearrange(plain, f"{' '.join(names)} -> {side}"))
+        plain = [einops.rearrange(x, f"{s} -> {' '.join(n)}", **{k: lengths[k] for k in n})
+                 for x, s, n in zip(xs, sides, (left, right))]
+        flat = einops.einsum(*plain, f"{' '.join(left)}, {' '.join(right)} -> {' '.join(out)}")
+        expected = einops.rearrange(np.asarray(flat), f"{' '.join(out)} -> {sides[2]}")
+        used = {n: v for n, v in lengths.items() if n in union}
+        got = rearr.einsum(*[to_backend(x, backend) for x in xs], pattern, **used)
+        np.testing.assert_allclose(to_numpy(got), expected, rtol=1e-12, err_msg=pattern)
