@@ -436,6 +436,9 @@ def _check_reduction(text: str, op: str, reduction: Reduction) -> None:
 
 
 def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
+    """Operands of names, '...', groups '(h w)' and unit axes ('1', '()'); groups are lowered by the
+    api to reshapes around the backend's einsum, so each group needs its lengths (keywords or other
+    operands)."""
     text = pattern.text
     cols: dict[str, int] = {}
     if len(pattern.outputs or ()) != 1:  # checked before unpacking: 'i j -> i, j' is a RearrError too
@@ -443,33 +446,34 @@ def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe
                    "write one operand after '->'")
     (right,) = pattern.outputs  # type: ignore[misc]
     sides = []
-    for operand in pattern.inputs + (right,):
-        dims = []
-        ellipses = 0
+    for k, operand in enumerate(pattern.inputs + (right,)):
         for dim in operand.dims:
-            if isinstance(dim, ir.Group) or isinstance(dim, ir.Anon):
-                raise _err(text, "RA203", "einsum takes axis names and '...' only (no groups, no integers)", dim.col,
-                           "rearrange before or after the einsum")
-            if isinstance(dim, ir.Ellipsis):
-                ellipses += 1
-                if ellipses > 1:
-                    raise _err(text, "RA202", "'...' appears twice in one operand", dim.col, "use it once an operand")
-                dims.append(Dim((ELLIPSIS,), dim.col))
-            else:
-                assert isinstance(dim, ir.Axis)
-                dims.append(Dim((dim.name,), dim.col))
-                cols.setdefault(dim.name, dim.col)
-        sides.append(tuple(dims))
+            for item in dim.items if isinstance(dim, ir.Group) else (dim,):
+                if isinstance(item, ir.Ellipsis) and isinstance(dim, ir.Group):
+                    raise _err(text, "RA202", "'...' cannot be inside a group in einsum", item.col,
+                               "write '...' as its own dimension; rearrange before or after the einsum")
+                if isinstance(item, ir.Anon) and item.value != 1:
+                    raise _err(text, "RA203", f"an anonymous axis ({item.value}) is not allowed in einsum",
+                               item.col, f"name it and pass its length, e.g. 'a{item.value}' with "
+                               f"a{item.value}={item.value}")
+        side = "output" if k == len(pattern.inputs) else "input"
+        try:
+            sides.append(_operand_dims(text, operand, side, "einsum", {}, cols))
+        except RearrError as e:  # '...' twice in one operand
+            raise _err(text, e.code, "'...' appears twice in one operand", e.col, "use it once an operand") from None
     _check_duplicates(text, right)
-    ins = [n for dims in sides[:-1] for n in _axis_names(dims)]
+    ins = {n for dims in sides[:-1] for n in _axis_names(dims)}
     for dim in sides[-1]:
-        if dim.names[0] not in ins:
-            what = "'...'" if dim.names[0] == ELLIPSIS else f"axis {dim.names[0]!r}"
-            raise _err(text, "RA200", f"{what} appears only on the output side of einsum", dim.col,
-                       "every output axis must be in some input")
-    if length_names:
-        raise _err(text, "RA300", f"einsum takes no length keywords ({', '.join(length_names)}=)", None,
-                   "remove them")
+        for name in dim.names:
+            if name not in ins:
+                what = "'...'" if name == ELLIPSIS else f"axis {name!r}"
+                raise _err(text, "RA200", f"{what} appears only on the output side of einsum", cols.get(name, dim.col),
+                           "every output axis must be in some input")
+    known = ins | set(_axis_names(sides[-1]))
+    for name in length_names:
+        if name not in known or name == ELLIPSIS:
+            raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
+                       f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
     return Recipe("einsum", text, None, tuple(sides[:-1]), (sides[-1],), (), cols=tuple(cols.items()))
 
 

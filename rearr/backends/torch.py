@@ -35,8 +35,10 @@ name = "torch"
 
 def load() -> None:
     """Bind torch and what is made of it (the registry calls this once torch is imported)."""
-    global torch, TENSOR, _INT_DTYPES, _KINDS
+    global torch, TENSOR, _INT_DTYPES, _KINDS, _VF, _has_torch_function
     import torch
+    from torch import _VF
+    from torch.overrides import has_torch_function as _has_torch_function
 
     TENSOR = torch.Tensor
     _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32,
@@ -60,7 +62,15 @@ def concat(xs: list, axis: int) -> torch.Tensor:
 
 
 def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
+    # torch.einsum's own path for <= 2 operands without its Python wrapper; the wrapper stays for
+    # __torch_function__ overrides, opt_einsum's contraction order, and torch.compile (which traces it).
+    if len(xs) <= 2 and not torch.compiler.is_compiling() and not _has_torch_function(xs):
+        return _VF.einsum(spec, xs)
     return torch.einsum(spec, *xs)
+
+
+def to_numpy(x: torch.Tensor):
+    return x.detach().cpu().numpy()
 
 
 def is_float(x: torch.Tensor) -> bool:
