@@ -301,7 +301,7 @@ def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[in
                                  hint="the axes named in the pattern have one length in every packed tensor")
             packed = shape[before: len(shape) - after]
             shapes.append(packed)
-            pieces.append(t.reshape(shape[:before] + (-1,) + shape[len(shape) - after:]))
+            pieces.append(_reshape(backend, t, shape[:before] + (_prod(packed),) + shape[len(shape) - after:]))
         return backend.concat(pieces, before), shapes
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, op="pack") from None
@@ -311,7 +311,7 @@ def unpack(tensor: Tensor, packed_shapes: Sequence[Sequence[int]], pattern: str)
     """The inverse of pack: split the '*' axis into tensors of the given shapes."""
     try:
         before, after = _pack_split(pattern, "unpack")
-        backend_for(tensor)
+        backend = backend_for(tensor)
         shape = tuple(tensor.shape)
         if len(shape) != before + after + 1:
             raise RearrError(f"the tensor has {len(shape)} dimensions, the pattern {before + after + 1}",
@@ -322,13 +322,18 @@ def unpack(tensor: Tensor, packed_shapes: Sequence[Sequence[int]], pattern: str)
                              f"{shape[before]}", code="RA303", pattern=pattern, hint="pass pack's shapes")
         out, start = [], 0
         for packed, n in zip(packed_shapes, sizes):
-            piece = tensor[(slice(None),) * before + (slice(start, start + n),)]
-            out.append(piece.reshape(shape[:before] + tuple(packed) + shape[before + 1:]))
+            piece = tensor[(slice(None),) * before + (slice(start, start + n), ...)]
+            out.append(_reshape(backend, piece, shape[:before] + tuple(packed) + shape[before + 1:]))
             start += n
         return out
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=_shape_of(tensor),
                              op="unpack") from None
+
+
+def _reshape(backend: Any, t: Any, shape: tuple[int, ...]) -> Any:
+    """Through the backend's reshape step: Array API arrays have no .reshape method."""
+    return backend.reshape(planner.Reshape(tuple(int(n) for n in shape)))(t, None)
 
 
 def _prod(shape: Sequence[int]) -> int:

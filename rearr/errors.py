@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 # Every user mistake has a stable code, so CI logs and `rearr check` output can
@@ -60,6 +61,11 @@ class RearrError(ValueError):
         self.shape = shape
         self.op = op
         super().__init__(self._render())
+
+    def __reduce__(self):  # whole, not only the message: dask's worker processes raise it across a pickle
+        keywords = {"code": self.code, "pattern": self.pattern, "col": self.col, "hint": self.hint,
+                    "shape": self.shape, "op": self.op}
+        return (functools.partial(RearrError, **keywords), (self.message,))
 
     def with_context(
         self,

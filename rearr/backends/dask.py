@@ -1,0 +1,148 @@
+"""dask backend: each plan step as a lazy dask.array call; nothing is computed, nothing becomes numpy.
+
+Chunks are handled on purpose (docs/backends.md says the same for users):
+- reshape is dask's own: a merge keeps the chunks of the merge's first chunked axis and needs the
+  axes inside it as one chunk each (unless the outer ones are already split into 1s); a split keeps
+  the chunks where they fall on whole rows of the inner axes and moves the others to the nearest
+  row. Axes outside the merge or split keep their chunks.
+- permute and reduce never rechunk (a reduction is dask's tree reduction per chunk).
+- a repeated (new) axis is one chunk when every later axis is one chunk, and chunks of 1 otherwise,
+  so that the merge that usually follows ('(c h) w') moves whole blocks instead of rechunking h.
+- a gather along an axis needs that whole axis in each block (an index may point anywhere on it):
+  that axis becomes one chunk, the others keep theirs, and the index is chunked to match.
+
+numpy's reshape, permute and reduce factories serve dask unchanged: they call array methods or numpy
+functions, which dask arrays implement lazily (NEP 18).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import dask.array as da
+import numpy as np
+
+from ..errors import RearrError
+from ..planner import AdvancedIndex, Expand, GatherAlong, IndexUse, ScatterAlong, ScatterRows, TakeRows
+from . import _common
+from . import numpy as _np_backend
+from .numpy import _coord, _flat
+from .numpy import permute as permute
+from .numpy import reduce as reduce
+from .numpy import reshape as reshape
+
+name = "dask"
+TENSOR = da.Array
+
+
+def accepts(x: object) -> bool:
+    return isinstance(x, da.Array)
+
+
+def stack(xs: list) -> da.Array:
+    return da.stack(list(xs))
+
+
+def concat(xs: list, axis: int) -> da.Array:
+    return da.concatenate(list(xs), axis=axis)
+
+
+def einsum(spec: str, *xs: da.Array) -> da.Array:
+    return da.einsum(spec, *xs)
+
+
+# --- plain steps -------------------------------------------------------------
+
+
+def expand(step: Expand):
+    shape = step.shape
+
+    def run(x: da.Array, env) -> da.Array:
+        chunks: list[tuple[int, ...]] = []
+        split_after = False  # does some later axis have more than one chunk?
+        for d in reversed(range(len(shape))):
+            n = shape[d]
+            if x.shape[d] == n:
+                c = x.chunks[d]
+            else:
+                c = (1,) * n if split_after and n else (n,)
+            chunks.append(c)
+            split_after = split_after or len(c) > 1
+        return da.broadcast_to(x, shape, chunks=tuple(reversed(chunks)))
+
+    return run
+
+
+# --- indices -----------------------------------------------------------------
+
+
+def convert_index(value: object, like: da.Array, name: str, text: str):
+    """A dask index stays lazy (its dtype is known without computing); anything else becomes numpy."""
+    if isinstance(value, da.Array):
+        if not np.issubdtype(value.dtype, np.integer):
+            raise _common.bad_index_dtype(name, value.dtype, text)
+        return value.astype(np.intp)
+    return _np_backend.convert_index(value, like, name, text)
+
+
+def check_index(t, use: IndexUse, text: str):
+    """numpy indices are checked now; dask ones when their blocks are computed, with the same error."""
+    if not isinstance(t, da.Array):
+        return _np_backend.check_index(t, use, text)
+    return t.map_blocks(_check_block, use, text, dtype=t.dtype)
+
+
+def _check_block(block: np.ndarray, use: IndexUse, text: str, block_info=None) -> np.ndarray:
+    n = use.length
+    bad = (block < -n) | (block >= n)
+    if bad.any():
+        first = np.argwhere(bad)[0]
+        start = [lo for lo, _ in block_info[0]["array-location"]] if block_info else [0] * block.ndim
+        raise _common.out_of_range(use, text, int(block[tuple(first)]),
+                                   tuple(int(i) + s for i, s in zip(first, start)))
+    return np.where(block < 0, block + n, block)
+
+
+def takerows(step: TakeRows):
+    coords, space = step.coords, step.space
+    return lambda x, env: x[_flat(coords, space, env)]
+
+
+def advancedindex(step: AdvancedIndex):
+    """x[c0, c1, ...] as one take of rows of x viewed as (leading axes, the rest)."""
+    lead = tuple(c.length for c in step.coords)
+    coords = tuple(dataclasses.replace(c, stride=math.prod(lead[i + 1:])) for i, c in enumerate(step.coords))
+    space = tuple(max(c.shape[d] for c in coords) for d in range(len(coords[0].shape)))
+
+    def run(x: da.Array, env) -> da.Array:
+        rest = x.shape[len(lead):]
+        rows = x.reshape((math.prod(lead), math.prod(rest)))
+        return rows[_flat(coords, space, env)].reshape(space + rest)
+
+    return run
+
+
+def gatheralong(step: GatherAlong):
+    dim, coord, shape = step.dim, step.coord, step.shape
+
+    def run(x: da.Array, env) -> da.Array:
+        x = x.rechunk({dim: -1})  # an index may point anywhere along dim: the whole axis in each block
+        chunks = tuple((n,) if d == dim else x.chunks[d] for d, n in enumerate(shape))
+        idx = da.broadcast_to(da.asarray(_coord(coord, env)), shape).rechunk(chunks)
+        return da.map_blocks(np.take_along_axis, x, idx, axis=dim, dtype=x.dtype, chunks=chunks)
+
+    return run
+
+
+def _no_scatter(step: ScatterRows | ScatterAlong):
+    def run(x, env):
+        raise RearrError("dask arrays cannot be scattered by rearr: a scatter may write any block from any "
+                         "other, and dask has no lazy at-style update", code="RA500", pattern=env["text"],
+                         hint="compute the source first (src.compute()) and scatter the numpy array, or, "
+                         "when every index stays inside its block, scatter per block with src.map_blocks")
+
+    return run
+
+
+scatterrows = scatteralong = _no_scatter
