@@ -151,7 +151,12 @@ def check_index(t, use: IndexUse, text: str):
     if math.prod(t.shape) == 0:
         return t
     xp, n = namespace(t), use.length
-    lo, hi = int(xp.min(t)), int(xp.max(t))
+    try:
+        lo, hi = int(xp.min(t)), int(xp.max(t))
+    except TypeError:  # jax under jit: a traced index has no values yet (ConcretizationTypeError)
+        raise RearrError(f"index {use.name!r} has no values to check yet (a traced {xp.__name__} array)",
+                         code="RA501", pattern=text, col=use.col,
+                         hint="pass check_bounds=False inside jax.jit, and keep the values in 0 <= i < n") from None
     if lo < -n or hi >= n:
         flat = xp.reshape(t, (-1,))
         first = int(xp.nonzero((flat < -n) | (flat >= n))[0][0])
@@ -207,14 +212,24 @@ def gatheralong(step: GatherAlong):
 
     def run(x, env):
         xp = namespace(x)
-        if not hasattr(xp, "take_along_axis"):
-            raise RearrError(f"{xp.__name__} has no take_along_axis (Array API 2024.12), which this gather needs",
-                             code="RA500", pattern=env["text"],
-                             hint="upgrade the library, or write the index with its own axes after ':' "
-                             "(e.g. '[idx: b k]') so that the gather takes whole rows with xp.take")
-        return xp.take_along_axis(x, xp.broadcast_to(_coord(coord, env, xp, x), shape), axis=dim)
+        idx = xp.broadcast_to(_coord(coord, env, xp, x), shape)
+        # array-api-strict keeps the function but refuses it below its version: read the version too.
+        if hasattr(xp, "take_along_axis") and getattr(xp, "__array_api_version__", "9999") >= "2024.12":
+            return xp.take_along_axis(x, idx, axis=dim)
+        return _take_along(xp, x, idx, dim)
 
     return run
+
+
+def _take_along(xp: ModuleType, x, idx, dim: int):
+    """take_along_axis for namespaces before Array API 2024.12: one take of flat positions."""
+    strides = [math.prod(x.shape[d + 1:]) for d in range(x.ndim)]
+    flat = idx * strides[dim]
+    for d, n in enumerate(idx.shape):
+        if d != dim:
+            offsets = xp.arange(n, dtype=_index_dtype(xp), device=_device(x)) * strides[d]
+            flat = flat + xp.reshape(offsets, tuple(n if k == d else 1 for k in range(x.ndim)))
+    return xp.reshape(xp.take(xp.reshape(x, (-1,)), xp.reshape(flat, (-1,)), axis=0), idx.shape)
 
 
 def advancedindex(step: AdvancedIndex):
