@@ -22,15 +22,15 @@ import math
 
 import dask.array as da
 import numpy as np
+from dask.array.reshape import reshape_blockwise
 
 from ..errors import RearrError
-from ..planner import AdvancedIndex, Expand, GatherAlong, IndexUse, ScatterAlong, ScatterRows, TakeRows
+from ..planner import AdvancedIndex, Expand, GatherAlong, IndexUse, Reshape, ScatterAlong, ScatterRows, TakeRows
 from . import _common
 from . import numpy as _np_backend
 from .numpy import _coord, _flat
 from .numpy import permute as permute
 from .numpy import reduce as reduce
-from .numpy import reshape as reshape
 
 name = "dask"
 TENSOR = da.Array
@@ -53,6 +53,50 @@ def einsum(spec: str, *xs: da.Array) -> da.Array:
 
 
 # --- plain steps -------------------------------------------------------------
+
+
+def reshape(step: Reshape):
+    shape = step.shape
+
+    def run(x: da.Array, env) -> da.Array:
+        if x.shape == shape:
+            return x
+        if not _moves_whole_blocks(x.shape, x.chunks, shape):
+            return x.reshape(shape)  # dask's rule: a merge makes its inner axes one chunk, a split cuts on rows
+        # Each block is one block of the result: reshape block by block. Unit axes are dropped and put
+        # back by dask's reshape, which does that without a rechunk.
+        core = x.reshape(tuple(n for n in x.shape if n != 1))
+        return reshape_blockwise(core, tuple(n for n in shape if n != 1)).reshape(shape)
+
+    return run
+
+
+def _moves_whole_blocks(shape: tuple[int, ...], chunks: tuple[tuple[int, ...], ...], new: tuple[int, ...]) -> bool:
+    """Whether a reshape only merges axes whose blocks already follow each other in row-major order.
+
+    In each merged group, the axes before the innermost split one are in chunks of 1 and the axes
+    after it are one chunk each: then every block is a run of the result, in order. (dask's reshape
+    asks chunks of 1 of every axis before the group too, and rechunks otherwise.)
+    """
+    if 0 in shape:
+        return False
+    axes = [(n, c) for n, c in zip(shape, chunks) if n != 1]
+    out = [n for n in new if n != 1]
+    if len(out) >= len(axes):
+        return False
+    i = 0
+    for n in out:
+        group, size = [], 1
+        while size < n and i < len(axes):
+            group.append(axes[i])
+            size *= axes[i][0]
+            i += 1
+        if size != n or not group:
+            return False  # a split, or a mix of both: dask's own reshape
+        split = [k for k, (_, c) in enumerate(group) if len(c) > 1]
+        if split and any(len(c) != m for m, c in group[:split[-1]]):
+            return False
+    return i == len(axes)
 
 
 def expand(step: Expand):
