@@ -125,6 +125,15 @@ def test_merge_keeps_chunks_when_it_can() -> None:
     x = da.from_array(A, chunks=((1,) * 6, (1, 3), (10,)))
     got = lazy(rearr.rearrange, x, "a b c -> (a b) c")
     assert not rechunked(got) and got.chunks == ((1, 3) * 6, (10,))
+    np.testing.assert_array_equal(got.compute(), A.reshape(24, 10))
+    # The same inside the array, after an axis that is not in chunks of 1 (dask's reshape would rechunk):
+    x = da.from_array(A, chunks=((1, 3, 2), (1,) * 4, (4, 5, 1)))
+    got = lazy(rearr.rearrange, x, "a b c -> a (b c)")
+    assert not rechunked(got) and got.chunks == ((1, 3, 2), (4, 5, 1) * 4)
+    np.testing.assert_array_equal(got.compute(), A.reshape(6, 40))
+    got = lazy(rearr.rearrange, x[:, :, None], "a b 1 c -> 1 a (b c)")  # unit axes on both sides
+    assert not rechunked(got) and got.chunks == ((1,), (1, 3, 2), (4, 5, 1) * 4)
+    np.testing.assert_array_equal(got.compute(), A.reshape(1, 6, 40))
 
 
 def test_merge_of_a_split_inner_axis_rechunks_that_merge_only() -> None:
