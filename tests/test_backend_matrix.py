@@ -7,16 +7,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import array_api_strict as xs
+import dask
+import dask.array as da
+import jax.numpy as jnp
 import numpy as np
 import pytest
+import torch
 
 import rearr
-
-xs = pytest.importorskip("array_api_strict")
-jnp = pytest.importorskip("jax.numpy")
-da = pytest.importorskip("dask.array")
-dask = pytest.importorskip("dask")
-torch = pytest.importorskip("torch")
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
