@@ -143,6 +143,7 @@ def test_gather(lib: str, pattern: str, index: dict, kind: str) -> None:
     check_same(got, want, lib)
     # A plain list or a numpy array is accepted as the index too, and converted to the library's array.
     check_same(rearr.rearrange(to_lib(X, lib), pattern, **{k: v.tolist() for k, v in index.items()}), want, lib)
+    check_same(rearr.rearrange(to_lib(X, lib), pattern, **index), want, lib)
 
 
 @libs
