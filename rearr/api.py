@@ -11,6 +11,7 @@ from . import planner, policy, recipe
 from .backends import _BY_TYPE, backend_for, compile_plan
 from .backends.contract import IndexEnv
 from .errors import RearrError
+from .plan import Reshape
 
 Tensor = TypeVar("Tensor")
 
@@ -296,6 +297,8 @@ def _einsum_run(backend: Any, pre: tuple, spec: str, post: tuple | None, tensors
 
 
 def _einsum_refused(backend: Any, e: Exception) -> None:
+    if isinstance(e, RearrError):  # the backend's own refusal, already in rearr's words
+        raise e
     # Shapes were checked before: what is left is dtype, device or memory, in the backend's words.
     raise RearrError(f"{backend.name} refused the einsum: {e}", code="RA500",
                      hint="give the operands one dtype and device") from None
@@ -539,7 +542,7 @@ def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[in
             packed = shape[before: len(shape) - after]
             shapes.append(packed)
             # The packed length written out, not -1: a zero-length named axis leaves -1 undefined.
-            pieces.append(t.reshape(shape[:before] + (_prod(packed),) + shape[len(shape) - after:]))
+            pieces.append(_reshape(backend, t, shape[:before] + (_prod(packed),) + shape[len(shape) - after:]))
         return backend.concat(pieces, before), shapes
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, op="pack") from None
@@ -550,7 +553,7 @@ def unpack(tensor: Tensor, packed_shapes: Iterable[Sequence[int]], pattern: str)
     hold a -1, inferred as in einops)."""
     try:
         before, after = _pack_split(pattern, "unpack")
-        backend_for(tensor)
+        backend = backend_for(tensor)
         shape = tuple(tensor.shape)
         if len(shape) != before + after + 1:
             raise RearrError(f"the tensor has {len(shape)} dimensions, the pattern {before + after + 1}",
@@ -559,8 +562,8 @@ def unpack(tensor: Tensor, packed_shapes: Iterable[Sequence[int]], pattern: str)
         out, start = [], 0
         for packed in shapes:
             n = _prod(packed)
-            piece = tensor[(slice(None),) * before + (slice(start, start + n),)]
-            out.append(piece.reshape(shape[:before] + packed + shape[before + 1:]))
+            piece = tensor[(slice(None),) * before + (slice(start, start + n), ...)]
+            out.append(_reshape(backend, piece, shape[:before] + packed + shape[before + 1:]))
             start += n
         return out
     except RearrError as e:
@@ -612,6 +615,11 @@ def _is_int(n: object) -> bool:
 
 def _is_length(n: object) -> bool:
     return _is_int(n) and int(n) >= 0  # type: ignore[call-overload]
+
+
+def _reshape(backend: Any, t: Any, shape: tuple[int, ...]) -> Any:
+    """Through the backend's reshape step: Array API arrays have no .reshape method."""
+    return backend.STEPS[Reshape](Reshape(tuple(int(n) for n in shape)))(t, None)
 
 
 def _prod(shape: Iterable[int]) -> int:

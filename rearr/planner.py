@@ -250,6 +250,9 @@ def plan(
     into_shape: tuple[int, ...] | None = None,
 ) -> Plan:
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
+    if any(n != n for n in shape):  # NaN: a dask array whose chunk sizes are not known yet
+        raise _err(recipe, "RA304", f"the input's shape {tuple(shape)} has unknown lengths", None,
+                   "compute them first: x = x.compute_chunk_sizes() (dask)")
     shape = tuple(int(n) for n in shape)
     ins, outs, ellipsis_axes, lens = _resolve(recipe, shape, lengths)
     gathers, scatters = _specs(recipe.gathers, ellipsis_axes), _specs(recipe.scatters, ellipsis_axes)

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from .errors import RearrError
-from .planner import AdvancedIndex, Expand, GatherAlong, Reduce, Reshape, ScatterAlong, ScatterRows, TakeRows
+from .plan import AdvancedIndex, Expand, GatherAlong, Reduce, Reshape, ScatterAlong, ScatterRows, TakeRows
 
 KINDS = ("bool", "int", "uint", "float", "complex", "other")
 NUMBERS = frozenset(KINDS[:-1])
@@ -133,12 +133,13 @@ def prelude(steps: tuple, backend: ModuleType) -> Callable[[Any, Any], Any] | No
         return None
     kind_of, bounds_of, itemsize_of = backend.dtype_kind, backend.dtype_range, backend.itemsize
     moves_other = backend.INDEXES_OTHER
-    # Dtypes this plan has accepted: every rule but fill='s depends on the dtype alone (the plan
+    # (Tensor class, dtype) pairs this plan has accepted: every rule but fill='s depends on the dtype alone (the plan
     # fixes the rest), so a repeated call costs one set look-up.
     passed: set = set()
 
     def check(x: Any, env: Any) -> Any:
-        if x.dtype not in passed:
+        key = (x.__class__, x.dtype)  # the class first: dtypes of two libraries never meet in ==
+        if key not in passed:
             kind = kind_of(x)
             for r in reductions:
                 check_reduction(kind, x.dtype, r, f"reduce '{r}'")
@@ -148,7 +149,7 @@ def prelude(steps: tuple, backend: ModuleType) -> Callable[[Any, Any], Any] | No
                 check_reduction(kind, x.dtype, scatter, f"scatter '{scatter}'", moves_other)
             if largest >= _SMALL:
                 check_bytes(largest, itemsize_of(x))
-            passed.add(x.dtype)
+            passed.add(key)
         if scatter is not None and env.fill != 0 and env.into is None and kind_of(x) != "other":
             env.fill = check_fill(kind_of(x), bounds_of(x), x.dtype, env.fill)
         return x

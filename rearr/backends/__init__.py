@@ -21,7 +21,11 @@ from ..errors import RearrError
 from . import contract
 
 # (framework module that must already be imported, rearr backend module)
-_SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch")]
+_SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch"),
+                                 ("dask.array", "rearr.backends.dask")]
+# Tried last: any other array with __array_namespace__ (jax, array-api-strict, cupy ...). It has no
+# framework module to look for; its accepts() reads only the type, and array_api_compat loads on first use.
+_GENERIC = "rearr.backends.array_api"
 _BY_TYPE: dict[type, ModuleType] = {}
 _CHECKED: set[str] = set()  # backend modules that passed contract.check
 
@@ -53,8 +57,8 @@ def backend_for(x: object) -> ModuleType:
     backend = _BY_TYPE.get(type(x))
     if backend is not None:
         return backend
-    for framework, module in _SPECS:
-        if framework in sys.modules:  # never import a framework just to test a type
+    for framework, module in (*_SPECS, (None, _GENERIC)):
+        if framework is None or framework in sys.modules:  # never import a framework just to test a type
             candidate = _load(module)
             if candidate.accepts(x):
                 _BY_TYPE[type(x)] = candidate
@@ -62,7 +66,8 @@ def backend_for(x: object) -> ModuleType:
     raise RearrError(
         f"rearr does not accept {type(x).__name__} objects",
         code="RA500",
-        hint="pass a numpy array, a torch tensor, or a list of equal-shaped ones",
+        hint="pass a numpy array, a torch tensor, a dask array, an Array API array (jax, array-api-strict ...), "
+        "or a list of equal-shaped ones",
     )
 
 

@@ -48,6 +48,7 @@ class Backend(Protocol):
     name: str  # the framework, as messages name it ("numpy", "torch")
     TENSOR: type  # the framework's tensor type: the cached fast path keys on it
     STEPS: Mapping[type, StepFactory]  # every class of plan.STEP_KINDS -> its factory
+    INDEXES_OTHER: bool  # whether gather and scatter 'set' can move dtypes that are not numbers (rearr.policy)
 
     def accepts(self, x: object) -> bool:
         """Whether x is a tensor of this framework (called only once the framework is imported)."""
@@ -66,6 +67,15 @@ class Backend(Protocol):
 
     def check_index(self, t: Any, use: IndexUse, text: str) -> Any:
         """The index with its range checked and negative values counted from the end."""
+
+    def dtype_kind(self, x: Any) -> str:
+        """x's dtype as one of rearr.policy.KINDS: bool, int, uint, float, complex or other."""
+
+    def dtype_range(self, x: Any) -> tuple:
+        """The least and greatest finite value of x's dtype (a number kind)."""
+
+    def itemsize(self, x: Any) -> int:
+        """Bytes per element of x's dtype."""
 
 
 # Read from the Protocol, so that the check and the interface cannot disagree.
