@@ -8,41 +8,36 @@ a tensor: only shapes, so plans are cached on (pattern, shapes, lengths).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from ._record import Record
 from .errors import RearrError
 from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value
 
 # --- steps -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Reshape:
+class Reshape(Record):
     shape: tuple[int, ...]
     view: bool = True  # False: the backend copies (for a contiguous input)
 
 
-@dataclass(frozen=True)
-class Permute:
+class Permute(Record):
     perm: tuple[int, ...]
     view: bool = True
 
 
-@dataclass(frozen=True)
-class Reduce:
+class Reduce(Record):
     reduction: object  # a name from recipe.REDUCTIONS or a callable f(x, axes)
     axes: tuple[int, ...]
     view: bool = False
 
 
-@dataclass(frozen=True)
-class Expand:
+class Expand(Record):
     shape: tuple[int, ...]
     view: bool = True
 
 
-@dataclass(frozen=True)
-class Coord:
+class Coord(Record):
     """One coordinate of a gather/scatter, broadcast over the index space.
 
     ``index`` names the index tensor (its axes permuted by ``perm`` and viewed
@@ -62,8 +57,7 @@ class Coord:
         return tuple(self.source[p] for p in self.perm) if self.index is not None else (self.length,)
 
 
-@dataclass(frozen=True)
-class TakeRows:
+class TakeRows(Record):
     """x is (rows, width); take the rows at sum(coord * stride): index_select / take."""
 
     coords: tuple[Coord, ...]
@@ -71,8 +65,7 @@ class TakeRows:
     view: bool = False
 
 
-@dataclass(frozen=True)
-class GatherAlong:
+class GatherAlong(Record):
     """torch.gather / np.take_along_axis on ``dim`` with the index expanded to ``shape``."""
 
     dim: int
@@ -81,16 +74,14 @@ class GatherAlong:
     view: bool = False
 
 
-@dataclass(frozen=True)
-class AdvancedIndex:
+class AdvancedIndex(Record):
     """x[c0, c1, ...] with broadcast coordinates for the leading axes."""
 
     coords: tuple[Coord, ...]
     view: bool = False
 
 
-@dataclass(frozen=True)
-class ScatterRows:
+class ScatterRows(Record):
     """out is (rows, width); combine the rows of x (n, width) into rows sum(coord * stride)."""
 
     reduction: str
@@ -101,8 +92,7 @@ class ScatterRows:
     view: bool = False
 
 
-@dataclass(frozen=True)
-class ScatterAlong:
+class ScatterAlong(Record):
     """torch.scatter_reduce on ``dim``: x and the index have the same shape."""
 
     reduction: str
@@ -117,8 +107,7 @@ class ScatterAlong:
 Step = Reshape | Permute | Reduce | Expand | TakeRows | GatherAlong | AdvancedIndex | ScatterRows | ScatterAlong
 
 
-@dataclass(frozen=True)
-class IndexUse:
+class IndexUse(Record):
     """An index tensor: the axis it indexes (with its length) and its shape."""
 
     name: str
@@ -129,8 +118,7 @@ class IndexUse:
     col: int
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Record):
     op: str
     text: str
     in_shape: tuple[int, ...]

@@ -204,13 +204,18 @@ def _scatter_flat(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
         return out
     acc = _accumulator(x.dtype)
     if base is not None:
-        out = base.astype(acc)  # a copy: into= is never modified
+        out = base.astype(acc, order="C")  # a copy (into= is never modified), flat-indexable as out.reshape(-1)
     else:
         out = np.full((rows, width), _identity(reduction, acc), dtype=acc)
     # One ufunc.at over element positions: numpy's 1-D ufunc.at is several times faster than on rows.
     pos = flat if width == 1 else (flat[:, None] * width + np.arange(width)).reshape(-1)
-    ufunc = np.add if reduction == "mean" else _UFUNC[reduction]
-    ufunc.at(out.reshape(-1), pos, x.reshape(-1).astype(acc, copy=False))
+    ufunc = _UFUNC["sum" if reduction == "mean" else reduction]
+    target, values = out.reshape(-1), x.reshape(-1).astype(acc, copy=False)
+    if reduction in ("max", "min"):
+        with np.errstate(invalid="ignore"):  # NaN propagates, as in torch; numpy's 1-D loop would warn
+            ufunc.at(target, pos, values)
+    else:
+        ufunc.at(target, pos, values)
     untouched_matter = base is None and (fill != 0 or reduction != "sum")
     counts = np.bincount(flat, minlength=rows) if (reduction == "mean" or untouched_matter) else None
     if acc != x.dtype:
