@@ -120,6 +120,10 @@ def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
     if t.size == 0:
         return t
     n = use.length
+    # One reduction in the common case: read as unsigned, the values 0 <= i < n stay below n and the
+    # negative ones become huge, so a maximum below n puts the whole index in range.
+    if t.dtype == np.intp and int(t.view(np.uintp).max()) < n:
+        return t
     lo, hi = int(t.min()), int(t.max())
     if lo < -n or hi >= n:
         bad = np.argwhere((t < -n) | (t >= n))[0]
@@ -127,41 +131,64 @@ def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
     return np.where(t < 0, t + n, t) if lo < 0 else t
 
 
-def _coord(c: Coord, env: dict) -> np.ndarray:
-    perm, shape = _common.coord_layout(c)
+def _coord(c: Coord):
+    """env -> the coordinate's array: the index (or arange) viewed as c.shape, times the stride.
+    Made once per plan: the layout is decided here, and an arange is made here once."""
+    perm, shape, stride = *_common.coord_layout(c), c.stride
     if c.index is None:
-        t = np.arange(c.length)
-    else:
-        t = env[c.index]
+        const = np.arange(c.length).reshape(shape) * stride
+        const.flags.writeable = False  # shared by every call
+        return lambda env: const
+    name = c.index
+
+    def coord(env: dict) -> np.ndarray:
+        t = env[name]
         if perm is not None:
-            t = np.transpose(t, perm)
-    if t.shape != shape:
-        t = t.reshape(shape)
-    return t * c.stride if c.stride != 1 else t
+            t = t.transpose(perm)
+        if t.shape != shape:
+            t = t.reshape(shape)
+        return t * stride if stride != 1 else t
+
+    return coord
 
 
-def _flat(coords: tuple[Coord, ...], space: tuple[int, ...], env: dict) -> np.ndarray:
-    total = None
-    for c in coords:
-        t = _coord(c, env)
-        total = t if total is None else total + t
-    assert total is not None
-    return np.broadcast_to(total, space).reshape(-1)
+def _flat(coords: tuple[Coord, ...], space: tuple[int, ...]):
+    """env -> the flat row positions (1-d) over the index space: the sum of the coordinates."""
+    first, *rest = [_coord(c) for c in coords]
+
+    def flat(env: dict) -> np.ndarray:
+        total = first(env)
+        for f in rest:
+            total = total + f(env)
+        if total.shape != space:  # the coordinates span the index space between them, so this is rare
+            total = np.broadcast_to(total, space)
+        return total.reshape(-1)
+
+    return flat
 
 
 def takerows(step: TakeRows):
-    coords, space = step.coords, step.space
-    return lambda x, env: np.take(x, _flat(coords, space, env), axis=0)
+    flat = _flat(step.coords, step.space)
+    return lambda x, env: np.take(x, flat(env), axis=0)
+
+
+def _grid(shape: tuple[int, ...]) -> list[np.ndarray]:
+    """arange(n) for each axis of shape, viewed to broadcast along that axis only."""
+    return [np.arange(n).reshape([n if k == d else 1 for k in range(len(shape))]) for d, n in enumerate(shape)]
 
 
 def gatheralong(step: GatherAlong):
     dim, coord, shape = step.dim, step.coord, step.shape
-    return lambda x, env: np.take_along_axis(x, np.broadcast_to(_coord(coord, env), shape), axis=dim)
+    # np.take_along_axis(x, broadcast_to(index, shape), dim) is x[grid..., index, grid...]: the same
+    # advanced indexing, with the grid made once here instead of on every call.
+    grid, index = _grid(shape), _coord(coord)
+    before, after = tuple(grid[:dim]), tuple(grid[dim + 1:])
+    return lambda x, env: x[before + (index(env),) + after]
 
 
 def advancedindex(step: AdvancedIndex):
-    coords = step.coords
-    return lambda x, env: x[tuple(_coord(c, env) for c in coords)]
+    coords = [_coord(c) for c in step.coords]
+    return lambda x, env: x[tuple(c(env) for c in coords)]
 
 
 _UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
@@ -206,7 +233,8 @@ def _scatter_flat(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
     if base is not None:
         out = base.astype(acc, order="C")  # a copy (into= is never modified), flat-indexable as out.reshape(-1)
     else:
-        out = np.full((rows, width), _identity(reduction, acc), dtype=acc)
+        start = _identity(reduction, acc)
+        out = np.zeros((rows, width), dtype=acc) if start == 0 else np.full((rows, width), start, dtype=acc)
     # One ufunc.at over element positions: numpy's 1-D ufunc.at is several times faster than on rows.
     pos = flat if width == 1 else (flat[:, None] * width + np.arange(width)).reshape(-1)
     ufunc = _UFUNC["sum" if reduction == "mean" else reduction]
@@ -233,9 +261,10 @@ def scatterrows(step: ScatterRows):
     reduction, rows, coords, space = step.reduction, step.rows, step.coords, step.space
     into_calls = _compile(step.into, sys.modules[__name__])
     names = ",".join(c.index for c in coords if c.index)
+    flat_fn = _flat(coords, space)
 
     def run(x, env):
-        flat = _flat(coords, space, env)
+        flat = flat_fn(env)
         return _scatter_flat(reduction, x, flat, rows, _common.arranged_into(env, into_calls), env, names)
 
     return run
@@ -247,12 +276,15 @@ def scatteralong(step: ScatterAlong):
     # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at. The
     # positions along the other axes do not depend on the index, so they are computed once here.
     strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
-    offset = sum((np.arange(n) * strides[d]).reshape([n if k == d else 1 for k in range(len(shape))])
-                 for d, n in enumerate(shape) if d != dim)
+    offset = sum(g * strides[d] for d, g in enumerate(_grid(shape)) if d != dim)
     size = int(np.prod(shape))
+    index = _coord(coord.replace(stride=strides[dim]))
 
     def run(x, env):
-        flat = np.broadcast_to(offset + _coord(coord, env) * strides[dim], src_shape).reshape(-1)
+        flat = offset + index(env)
+        if flat.shape != src_shape:  # only without other axes (offset 0) or with a broadcast index
+            flat = np.broadcast_to(flat, src_shape)
+        flat = flat.reshape(-1)
         base = _common.arranged_into(env, into_calls)
         base = None if base is None else base.reshape(-1, 1)
         out = _scatter_flat(reduction, x.reshape(-1, 1), flat, size, base, env, coord.index or "")
