@@ -167,9 +167,9 @@ def cases(small: bool) -> list[tuple[str, str, dict, bool]]:
     s, d = rng.integers(0, V, E), rng.integers(0, V, E)
     mp = "v[src: e] c -> v[dst: e] c"
 
-    def mp_numpy(x, src, dst):  # gather rows, 1-d add.at on element positions, bincount for counts
+    def mp_numpy(x, src, dst):  # take rows, 1-d add.at on element positions, bincount for counts
         sums = np.zeros(V * C, dtype=x.dtype)
-        np.add.at(sums, (dst[:, None] * C + np.arange(C)).reshape(-1), x[src].reshape(-1))
+        np.add.at(sums, (dst[:, None] * C + np.arange(C)).reshape(-1), np.take(x, src, axis=0).reshape(-1))
         counts = np.bincount(dst, minlength=V)
         return sums.reshape(V, C) / np.maximum(counts, 1)[:, None].astype(x.dtype)
 
