@@ -356,8 +356,9 @@ class _Code:
     def __init__(self, plan: Plan, templates: dict, x: str, used: set[str]) -> None:
         self.plan, self.templates = plan, templates
         self.names = CodeNames(
-            x=x, out=_fresh("out", used), flat=_fresh("flat", used), counts=_fresh("counts", used),
-            sums=_fresh("sums", used), offset=_fresh("offset", used), reduction=_fresh("reduction", used),
+            x=x, out=_fresh("out", used), flat=_fresh("flat", used), pos=_fresh("pos", used),
+            counts=_fresh("counts", used), sums=_fresh("sums", used), offset=_fresh("offset", used),
+            reduction=_fresh("reduction", used),
             index_shapes={u.name: u.shape for u in plan.indices},
         )
 

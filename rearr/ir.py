@@ -1,4 +1,4 @@
-"""The pattern as data: frozen dataclasses, no shapes, no backend.
+"""The pattern as data: immutable records (rearr._record), no shapes, no backend.
 
 Columns (``col``) are 0-based character offsets into the pattern text, kept on
 every node so that any later stage can point at the fault.
@@ -6,11 +6,10 @@ every node so that any later stage can point at the fault.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ._record import Record
 
 
-@dataclass(frozen=True)
-class Index:
+class Index(Record):
     """``[idx]`` or ``[idx: b k]`` after an axis: the axis is read (input side)
     or written (output side) at the positions held in the index tensor."""
 
@@ -20,35 +19,30 @@ class Index:
     axes_cols: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
-class Axis:
+class Axis(Record):
     name: str
     col: int
     index: Index | None = None
 
 
-@dataclass(frozen=True)
-class Anon:
+class Anon(Record):
     """An integer axis: ``1`` is a unit axis, ``n > 1`` an anonymous axis."""
 
     value: int
     col: int
 
 
-@dataclass(frozen=True)
-class Ellipsis:  # noqa: A001 - the pattern's own word for it
+class Ellipsis(Record):  # noqa: A001 - the pattern's own word for it
     col: int
 
 
-@dataclass(frozen=True)
-class Star:
+class Star(Record):
     """``*`` in pack/unpack: the packed axes."""
 
     col: int
 
 
-@dataclass(frozen=True)
-class Skip:
+class Skip(Record):
     """``_`` in parse_shape: a dimension that is not named."""
 
     col: int
@@ -57,8 +51,7 @@ class Skip:
 Item = Axis | Anon | Ellipsis
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(Record):
     """``(a b ...)``: a dimension made of several axes, row-major."""
 
     items: tuple[Item, ...]
@@ -68,14 +61,12 @@ class Group:
 Dim = Axis | Anon | Ellipsis | Group | Star | Skip
 
 
-@dataclass(frozen=True)
-class Operand:
+class Operand(Record):
     dims: tuple[Dim, ...]
     col: int  # where the operand starts (or would start, when empty)
 
 
-@dataclass(frozen=True)
-class Pattern:
+class Pattern(Record):
     text: str
     inputs: tuple[Operand, ...]
     outputs: tuple[Operand, ...] | None  # None when the pattern has no '->'

@@ -1,19 +1,22 @@
-"""Pattern text -> IR, with one Lark Transformer run inside the LALR parser.
+"""Pattern text -> IR, with one transformer run inside Lark's LALR parser of grammar.lark.
 
-This module imports lark, so rearr imports it lazily (on the first pattern a
-process has not seen); ``import rearr`` stays light.
+The parser is Lark's stand-alone LALR parser (see _lalr.py): loading it does
+not import lark, and it is loaded on the first pattern a process has not
+seen, so ``import rearr`` stays light. Its tokens and exceptions are the
+stand-alone module's own classes, with lark's names and fields.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
+from types import ModuleType
+from typing import Any
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
-
+from . import _lalr as _lalr_source
 from . import ir
 from .errors import RearrError
+
+Token = Any  # the stand-alone module's Token: a str with .type and .start_pos
 
 _TOKEN_WORDS = {
     "ARROW": "'->'",
@@ -31,8 +34,8 @@ _TOKEN_WORDS = {
 }
 
 
-class _ToIR(Transformer):
-    """One method per rule alias of grammar.lark; builds IR nodes directly."""
+class _ToIR:
+    """One method per rule alias of grammar.lark; builds IR nodes directly (Lark calls them by name)."""
 
     def named(self, children: list) -> ir.Axis:
         name: Token = children[0]
@@ -52,7 +55,7 @@ class _ToIR(Transformer):
         return ir.Star(children[0].start_pos)
 
     def group(self, children: list) -> ir.Group:
-        return ir.Group(tuple(c for c in children if not isinstance(c, Token)), children[0].start_pos)
+        return ir.Group(tuple(c for c in children if not isinstance(c, str)), children[0].start_pos)  # no parens
 
     def index_default(self, children: list) -> ir.Index:
         return ir.Index(str(children[1]), children[1].start_pos)
@@ -75,46 +78,44 @@ class _ToIR(Transformer):
         for i, child in enumerate(children):
             if isinstance(child, ir.Operand):
                 if child.col < 0 and i > 0:
-                    child = dataclasses.replace(child, col=children[i - 1].start_pos + 1)
+                    child = child.replace(col=children[i - 1].start_pos + 1)
                 out.append(child)
         return tuple(out)
 
     def arrow_pattern(self, children: list) -> ir.Pattern:
         left, arrow, right = children
         right = tuple(
-            dataclasses.replace(op, col=arrow.start_pos + 2) if op.col < 0 else op for op in right
+            op.replace(col=arrow.start_pos + 2) if op.col < 0 else op for op in right
         )
-        left = tuple(dataclasses.replace(op, col=0) if op.col < 0 else op for op in left)
+        left = tuple(op.replace(col=0) if op.col < 0 else op for op in left)
         return ir.Pattern("", left, right, arrow.start_pos)
 
     def bare_pattern(self, children: list) -> ir.Pattern:
-        left = tuple(dataclasses.replace(op, col=0) if op.col < 0 else op for op in children[0])
+        left = tuple(op.replace(col=0) if op.col < 0 else op for op in children[0])
         return ir.Pattern("", left, None, None)
 
 
 @lru_cache(maxsize=1)
-def _lark() -> Lark:
-    return Lark.open(
-        "grammar.lark", rel_to=__file__, parser="lalr", start="pattern", transformer=_ToIR()
-    )
+def _lalr() -> tuple[ModuleType, Any]:
+    """The stand-alone module (its exception classes) and its parser, always taken together."""
+    return _lalr_source.load(_ToIR())
 
 
 @lru_cache(maxsize=1024)
 def parse(text: str) -> ir.Pattern:
     """Parse a pattern into its IR; a syntax error is a RearrError with a column."""
+    lalr, parser = _lalr()
     try:
-        tree = _lark().parse(text)
-    except UnexpectedInput as e:
-        raise _syntax_error(text, e) from None
-    except VisitError as e:  # only a bug in _ToIR could get here
-        raise RearrError(f"internal error while reading the pattern: {e.orig_exc}", pattern=text) from None
-    return dataclasses.replace(tree, text=text)
+        tree = parser.parse(text)
+    except lalr.UnexpectedInput as e:
+        raise _syntax_error(text, e, lalr) from None
+    return tree.replace(text=text)
 
 
-def _syntax_error(text: str, e: UnexpectedInput) -> RearrError:
-    if isinstance(e, UnexpectedCharacters):
+def _syntax_error(text: str, e: Any, lalr: ModuleType) -> RearrError:
+    if isinstance(e, lalr.UnexpectedCharacters):
         return _bad_character(text, e.pos_in_stream)
-    assert isinstance(e, UnexpectedToken)
+    assert isinstance(e, lalr.UnexpectedToken)
     tok = e.token
     col = len(text) if tok.type == "$END" else tok.start_pos
     open_paren = _unclosed_paren(text, col)

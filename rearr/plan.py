@@ -8,41 +8,36 @@ plan is all that the backends, explain and api read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import get_args
 
+from ._record import Record
 from .recipe import IndexSpec
 
 # --- steps -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Reshape:
+class Reshape(Record):
     shape: tuple[int, ...]
     view: bool = True  # False: the backend copies (for a contiguous input)
 
 
-@dataclass(frozen=True)
-class Permute:
+class Permute(Record):
     perm: tuple[int, ...]
     view: bool = True
 
 
-@dataclass(frozen=True)
-class Reduce:
+class Reduce(Record):
     reduction: object  # a name from recipe.REDUCTIONS or a callable f(x, axes)
     axes: tuple[int, ...]
     view: bool = False
 
 
-@dataclass(frozen=True)
-class Expand:
+class Expand(Record):
     shape: tuple[int, ...]
     view: bool = True
 
 
-@dataclass(frozen=True)
-class IndexTerm:
+class IndexTerm(Record):
     """One term of a gather/scatter's flat position: ``index`` (or an arange) times ``stride``.
 
     The rows that TakeRows / ScatterRows move are the sum of their terms,
@@ -65,8 +60,7 @@ class IndexTerm:
         return tuple(self.source[p] for p in self.perm) if self.index is not None else (self.length,)
 
 
-@dataclass(frozen=True)
-class TakeRows:
+class TakeRows(Record):
     """x is (rows, width); take the rows at sum(term * stride): index_select / take."""
 
     terms: tuple[IndexTerm, ...]
@@ -74,8 +68,7 @@ class TakeRows:
     view: bool = False
 
 
-@dataclass(frozen=True)
-class GatherAlong:
+class GatherAlong(Record):
     """torch.gather / np.take_along_axis on ``dim`` with the index expanded to ``shape``."""
 
     dim: int
@@ -84,16 +77,14 @@ class GatherAlong:
     view: bool = False
 
 
-@dataclass(frozen=True)
-class AdvancedIndex:
+class AdvancedIndex(Record):
     """x[c0, c1, ...] with broadcast coordinates for the leading axes."""
 
     terms: tuple[IndexTerm, ...]
     view: bool = False
 
 
-@dataclass(frozen=True)
-class ScatterRows:
+class ScatterRows(Record):
     """out is (rows, width); combine the rows of x (n, width) into rows sum(term * stride)."""
 
     reduction: str
@@ -104,8 +95,7 @@ class ScatterRows:
     view: bool = False
 
 
-@dataclass(frozen=True)
-class ScatterAlong:
+class ScatterAlong(Record):
     """torch.scatter_reduce on ``dim``: x and the index have the same shape."""
 
     reduction: str
@@ -121,16 +111,14 @@ Step = Reshape | Permute | Reduce | Expand | TakeRows | GatherAlong | AdvancedIn
 STEP_KINDS: tuple[type, ...] = get_args(Step)  # what every backend's STEPS table covers
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(Record):
     """A tensor's shape and strides (in elements) between two steps, for a contiguous input."""
 
     shape: tuple[int, ...]
     strides: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class IndexUse:
+class IndexUse(Record):
     """An index tensor: the axis it indexes (with its length) and its shape."""
 
     name: str
@@ -141,8 +129,7 @@ class IndexUse:
     col: int
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Record):
     op: str
     text: str
     in_shape: tuple[int, ...]

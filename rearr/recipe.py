@@ -9,10 +9,10 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 
 from . import ir
+from ._record import Record
 from .errors import RearrError
 
 ELLIPSIS = "…"  # the elementary-axis name that '...' stands for until shapes are known
@@ -27,8 +27,7 @@ Reduction = str | Callable | None
 INT64_MAX = 2**63 - 1  # numpy and torch count elements in int64
 
 
-@dataclass(frozen=True)
-class Dim:
+class Dim(Record):
     """One dimension of an operand: its elementary axis names (row-major)."""
 
     names: tuple[str, ...]
@@ -36,8 +35,7 @@ class Dim:
     group: bool = False  # written in parentheses: '(...)' stays one dimension
 
 
-@dataclass(frozen=True)
-class IndexSpec:
+class IndexSpec(Record):
     """An index operand: which axis it indexes, and its own axes (in order)."""
 
     name: str
@@ -47,8 +45,7 @@ class IndexSpec:
     declared: bool
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(Record):
     op: str
     text: str
     reduction: Reduction

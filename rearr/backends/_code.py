@@ -23,6 +23,7 @@ class Names:
     x: str  # the input, then each step's result
     out: str
     flat: str  # the rows (or flat positions) a gather/scatter moves
+    pos: str  # numpy's scatter: the element positions of those rows
     counts: str
     sums: str
     offset: str

@@ -17,7 +17,6 @@ functions, which dask arrays implement lazily (NEP 18).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import dask.array as da
@@ -205,31 +204,33 @@ def _check_block(block: np.ndarray, use: IndexUse, text: str, block_info=None) -
 
 
 def takerows(step: TakeRows):
-    terms, space = step.terms, step.space
-    return lambda x, env: x[_row_positions(terms, space, env)]
+    rows = _row_positions(step.terms, step.space)
+    return lambda x, env: x[rows(env)]
 
 
 def advancedindex(step: AdvancedIndex):
     """x[c0, c1, ...] as one take of rows of x viewed as (leading axes, the rest)."""
     lead = tuple(c.length for c in step.terms)
-    terms = tuple(dataclasses.replace(c, stride=math.prod(lead[i + 1:])) for i, c in enumerate(step.terms))
+    terms = tuple(c.replace(stride=math.prod(lead[i + 1:])) for i, c in enumerate(step.terms))
     space = tuple(max(c.shape[d] for c in terms) for d in range(len(terms[0].shape)))
+    positions = _row_positions(terms, space)
 
     def run(x: da.Array, env) -> da.Array:
         rest = x.shape[len(lead):]
         rows = x.reshape((math.prod(lead), math.prod(rest)))
-        return rows[_row_positions(terms, space, env)].reshape(space + rest)
+        return rows[positions(env)].reshape(space + rest)
 
     return run
 
 
 def gatheralong(step: GatherAlong):
-    dim, term, shape = step.dim, step.term, step.shape
+    dim, shape = step.dim, step.shape
+    index = _term(step.term)
 
     def run(x: da.Array, env) -> da.Array:
         x = x.rechunk({dim: -1})  # an index may point anywhere along dim: the whole axis in each block
         chunks = tuple((n,) if d == dim else x.chunks[d] for d, n in enumerate(shape))
-        idx = da.broadcast_to(da.asarray(_term(term, env)), shape).rechunk(chunks)
+        idx = da.broadcast_to(da.asarray(index(env)), shape).rechunk(chunks)
         return da.map_blocks(np.take_along_axis, x, idx, axis=dim, dtype=x.dtype, chunks=chunks)
 
     return run

@@ -87,7 +87,7 @@ def to_numpy(x: np.ndarray) -> np.ndarray:
 
 
 def is_float(x: np.ndarray) -> bool:
-    return np.issubdtype(x.dtype, np.inexact)
+    return x.dtype.kind in "fc"  # np.issubdtype(dtype, np.inexact), without its microsecond
 
 
 INDEXES_OTHER = True  # take / fancy indexing move datetime64, object and string arrays too
@@ -159,7 +159,13 @@ def reduce(step: Reduce):
         return lambda x, env: r(x, axes)
     if r == "mean":  # rearr.policy refuses integer means before the plan runs
         return lambda x, env: x.mean(axis=axes)
-    fn = {"sum": np.sum, "max": np.amax, "min": np.amin, "prod": np.prod, "any": np.any, "all": np.all}[r]
+    if r == "sum":
+        def total(x, env):
+            if x.dtype == np.float16:  # accumulate in float32, as torch does (numpy's own mean does too)
+                return np.sum(x, axis=axes, dtype=np.float32).astype(np.float16)
+            return np.sum(x, axis=axes)
+        return total
+    fn = {"max": np.amax, "min": np.amin, "prod": np.prod, "any": np.any, "all": np.all}[r]
     return lambda x, env: fn(x, axis=axes)
 
 
@@ -198,6 +204,10 @@ def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
     if t.size == 0:
         return t
     n = use.length
+    # One reduction in the common case: read as unsigned, the values 0 <= i < n stay below n and the
+    # negative ones become huge, so a maximum below n puts the whole index in range.
+    if t.dtype == np.intp and int(t.view(np.uintp).max()) < n:
+        return t
     lo, hi = int(t.min()), int(t.max())
     if lo < -n or hi >= n:
         bad = np.argwhere((t < -n) | (t >= n))[0]
@@ -205,36 +215,49 @@ def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
     return np.where(t < 0, t + n, t) if lo < 0 else t
 
 
-def _term(c: IndexTerm, env: IndexEnv) -> np.ndarray:
-    perm, shape = _common.term_layout(c)
+def _term(c: IndexTerm):
+    """env -> the term's array: the index (or arange) viewed as c.shape, times the stride.
+    Made once per plan: the layout is decided here, and an arange is made here once."""
+    perm, shape, stride = *_common.term_layout(c), c.stride
     if c.index is None:
-        t = np.arange(c.length)
-    else:
-        t = env.indices[c.index]
+        const = np.arange(c.length).reshape(shape) * stride
+        const.flags.writeable = False  # shared by every call
+        return lambda env: const
+    name = c.index
+
+    def term(env: IndexEnv) -> np.ndarray:
+        t = env.indices[name]
         if perm is not None:
-            t = np.transpose(t, perm)
-    if t.shape != shape:
-        t = t.reshape(shape)
-    return t * c.stride if c.stride != 1 else t
+            t = t.transpose(perm)
+        if t.shape != shape:
+            t = t.reshape(shape)
+        return t * stride if stride != 1 else t
+
+    return term
 
 
 def _term_code(t: IndexTerm, n: Names) -> str:
     if t.index is None:
         expr, have = f"np.arange({t.length})", (t.length,)
     else:
-        expr, have = _code.index_expr(t, n, lambda e, perm: f"np.transpose({e}, {tup(perm)})")
+        expr, have = _code.index_expr(t, n, lambda e, perm: f"{_code.paren(e)}.transpose({tup(perm)})")
     expr = _code.view(expr, have, t.shape, "reshape")
     return f"{expr} * {t.stride}" if t.stride != 1 else expr
 
 
-def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...], env: IndexEnv) -> np.ndarray:
-    """The row that each point of the index space moves: the sum of the terms, as a 1-d array."""
-    total = None
-    for c in terms:
-        t = _term(c, env)
-        total = t if total is None else total + t
-    assert total is not None
-    return np.broadcast_to(total, space).reshape(-1)
+def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...]):
+    """env -> the row that each point of the index space moves: the sum of the terms, as a 1-d array."""
+    first, *rest = [_term(c) for c in terms]
+
+    def rows(env: IndexEnv) -> np.ndarray:
+        total = first(env)
+        for f in rest:
+            total = total + f(env)
+        if total.shape != space:  # the terms span the index space between them, so this is rare
+            total = np.broadcast_to(total, space)
+        return total.reshape(-1)
+
+    return rows
 
 
 def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: Names) -> tuple[list[str], str]:
@@ -242,8 +265,8 @@ def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n:
 
 
 def takerows(step: TakeRows):
-    terms, space = step.terms, step.space
-    return lambda x, env: np.take(x, _row_positions(terms, space, env), axis=0)
+    rows = _row_positions(step.terms, step.space)
+    return lambda x, env: np.take(x, rows(env), axis=0)
 
 
 def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
@@ -251,19 +274,34 @@ def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
     return pre + [f"{n.x} = np.take({n.x}, {flat}, axis=0)"]
 
 
+def _grid(shape: tuple[int, ...]) -> list[np.ndarray]:
+    """arange(n) for each axis of shape, viewed to broadcast along that axis only."""
+    return [np.arange(n).reshape([n if k == d else 1 for k in range(len(shape))]) for d, n in enumerate(shape)]
+
+
+def _grid_code(shape: tuple[int, ...], dim: int) -> list[str]:
+    return [_code.view(f"np.arange({m})", (m,), tuple(m if k == d else 1 for k in range(len(shape))), "reshape")
+            for d, m in enumerate(shape) if d != dim]
+
+
 def gatheralong(step: GatherAlong):
-    dim, term, shape = step.dim, step.term, step.shape
-    return lambda x, env: np.take_along_axis(x, np.broadcast_to(_term(term, env), shape), axis=dim)
+    dim, shape = step.dim, step.shape
+    # np.take_along_axis(x, broadcast_to(index, shape), dim) is x[grid..., index, grid...]: the same
+    # advanced indexing, with the grid made once here instead of on every call.
+    grid, index = _grid(shape), _term(step.term)
+    before, after = tuple(grid[:dim]), tuple(grid[dim + 1:])
+    return lambda x, env: x[before + (index(env),) + after]
 
 
 def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
-    return [f"{n.x} = np.take_along_axis({n.x}, np.broadcast_to({_term_code(step.term, n)}, {tup(step.shape)}), "
-            f"axis={step.dim})"]
+    grid = _grid_code(step.shape, step.dim)
+    parts = grid[:step.dim] + [_term_code(step.term, n)] + grid[step.dim:]
+    return [f"{n.x} = {n.x}[{', '.join(parts)}]"]
 
 
 def advancedindex(step: AdvancedIndex):
-    terms = step.terms
-    return lambda x, env: x[tuple(_term(c, env) for c in terms)]
+    terms = [_term(c) for c in step.terms]
+    return lambda x, env: x[tuple(c(env) for c in terms)]
 
 
 def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
@@ -284,30 +322,48 @@ def _identity(reduction: str, dtype: np.dtype):
     return info.max if big else info.min
 
 
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    """The dtype a scatter accumulates in: float32 for float16, as torch does on CPU (its "opmath"
+    type), so that 3000 ones sum to 3000 and not to float16's 2048 on both backends."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
 def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, base, env: IndexEnv, names: str):
     """Combine rows of x (n, width) into rows `flat` of a (rows, width) result."""
     fill = env.fill
+    width = x.shape[1]
     if reduction == "set":
         if flat.size > 1:
             s = np.sort(flat)
             dup = np.flatnonzero(s[1:] == s[:-1])
             if dup.size:
                 raise _common.duplicate_under_set(names, env.text)
-        out = np.full((rows, x.shape[1]), fill, dtype=x.dtype) if base is None else np.array(base)
+        out = np.full((rows, width), fill, dtype=x.dtype) if base is None else np.array(base)
         out[flat] = x
         return out
+    acc = _accumulator(x.dtype)
+    if base is not None:
+        out = base.astype(acc, order="C")  # a copy (into= is never modified), flat-indexable as out.reshape(-1)
+    else:
+        start = _identity(reduction, acc)
+        out = np.zeros((rows, width), dtype=acc) if start == 0 else np.full((rows, width), start, dtype=acc)
+    # One ufunc.at over element positions: numpy's 1-D ufunc.at is several times faster than on rows.
+    pos = flat if width == 1 else (flat[:, None] * width + np.arange(width)).reshape(-1)
+    ufunc = _UFUNC["sum" if reduction == "mean" else reduction]
+    target, values = out.reshape(-1), x.reshape(-1).astype(acc, copy=False)
+    if reduction in ("max", "min"):
+        with np.errstate(invalid="ignore"):  # NaN propagates, as in torch; numpy's 1-D loop would warn
+            ufunc.at(target, pos, values)
+    else:
+        ufunc.at(target, pos, values)
     untouched_matter = base is None and (fill != 0 or reduction != "sum")
     counts = np.bincount(flat, minlength=rows) if (reduction == "mean" or untouched_matter) else None
+    if acc != x.dtype:
+        out = out.astype(x.dtype)  # rounded once, at the end
     if reduction == "mean":
-        sums = np.zeros((rows, x.shape[1]), dtype=x.dtype)
-        np.add.at(sums, flat, x)
-        if base is not None:
-            return (base + sums) / (counts + 1)[:, None].astype(x.dtype)
-        out = sums / np.maximum(counts, 1)[:, None].astype(x.dtype)
-    else:
-        out = np.array(base) if base is not None else np.full((rows, x.shape[1]), _identity(reduction, x.dtype),
-                                                               dtype=x.dtype)
-        _UFUNC[reduction].at(out, flat, x)
+        # As torch: the rounded sums divided by counts of the same dtype; into= counts once more.
+        divisor = counts + 1 if base is not None else np.maximum(counts, 1)
+        out /= divisor[:, None].astype(x.dtype)
     if untouched_matter:
         out[counts == 0] = fill
     return out
@@ -316,21 +372,24 @@ def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
 def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: Names) -> list[str]:
     """_combine_rows with fill 0 and no into=, as lines that leave the result in ``n.x``."""
     x, out, counts = n.x, n.out, n.counts
-    full = f"np.full(({rows}, {width}), {{}}, dtype={x}.dtype)"
     if reduction == "set":
         return ["# rearr first checks that flat holds no row twice ('set')",
-                f"{out} = {full.format(0)}", f"{out}[{flat}] = {x}", f"{x} = {out}"]
-    lines = [] if reduction == "sum" else [f"{counts} = np.bincount({flat}, minlength={rows})"]
-    if reduction == "mean":
-        lines += [f"{n.sums} = np.zeros(({rows}, {width}), dtype={x}.dtype)",
-                  f"np.add.at({n.sums}, {flat}, {x})",
-                  f"{out} = {n.sums} / np.maximum({counts}, 1)[:, None].astype({x}.dtype)"]
-    else:
-        start = {"sum": "0", "prod": "1", "max": "-np.inf", "min": "np.inf"}[reduction]
-        ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[reduction]
-        note = {"max": "  # (integers: the dtype's lowest value)", "min": "  # (integers: the dtype's highest value)"}
-        lines += [f"{out} = {full.format(start)}{note.get(reduction, '')}", f"np.{ufunc}.at({out}, {flat}, {x})"]
+                f"{out} = np.zeros(({rows}, {width}), dtype={x}.dtype)", f"{out}[{flat}] = {x}", f"{x} = {out}"]
+    start = {"sum": "0", "mean": "0", "prod": "1", "max": "-np.inf", "min": "np.inf"}[reduction]
+    note = {"max": "  # (integers: the dtype's lowest value)", "min": "  # (integers: the dtype's highest value)"}
+    ufunc = {"sum": "add", "mean": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[reduction]
+    lines = ["# float16 accumulates in float32 and is rounded once at the end, as torch does",
+             f"{out} = np.full(({rows}, {width}), {start}, dtype={x}.dtype){note.get(reduction, '')}"]
+    pos = flat
+    if width != 1:  # element positions of the rows: numpy's 1-d ufunc.at is the fast one
+        pos = n.pos
+        lines.append(f"{pos} = ({flat}[:, None] * {width} + np.arange({width})).reshape(-1)")
+    lines.append(f"np.{ufunc}.at({out}.reshape(-1), {pos}, {x}.reshape(-1))")
     if reduction != "sum":
+        lines.append(f"{counts} = np.bincount({flat}, minlength={rows})")
+    if reduction == "mean":
+        lines.append(f"{out} /= np.maximum({counts}, 1)[:, None].astype({x}.dtype)")
+    elif reduction != "sum":
         lines.append(f"{out}[{counts} == 0] = 0")
     return lines + [f"{x} = {out}"]
 
@@ -339,9 +398,10 @@ def scatterrows(step: ScatterRows):
     reduction, rows, terms, space = step.reduction, step.rows, step.terms, step.space
     into_calls = _compile(step.into, sys.modules[__name__])
     names = ",".join(c.index for c in terms if c.index)
+    row_positions = _row_positions(terms, space)
 
     def run(x, env):
-        flat = _row_positions(terms, space, env)
+        flat = row_positions(env)
         return _combine_rows(reduction, x, flat, rows, _common.arranged_into(env, into_calls), env, names)
 
     return run
@@ -365,11 +425,15 @@ def scatteralong(step: ScatterAlong):
     # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at. The
     # positions along the other axes do not depend on the index, so they are computed once here.
     strides, axes = _along_offsets(shape, dim)
-    offset = sum((np.arange(n) * stride).reshape(unit) for n, stride, unit in axes)
+    offset = sum((np.arange(m) * stride).reshape(unit) for m, stride, unit in axes)
     size = int(np.prod(shape))
+    index = _term(term.replace(stride=strides[dim]))
 
     def run(x, env):
-        flat = np.broadcast_to(offset + _term(term, env) * strides[dim], src_shape).reshape(-1)
+        flat = offset + index(env)
+        if flat.shape != src_shape:  # only without other axes (offset 0) or with a broadcast index
+            flat = np.broadcast_to(flat, src_shape)
+        flat = flat.reshape(-1)
         base = _common.arranged_into(env, into_calls)
         base = None if base is None else base.reshape(-1, 1)
         out = _combine_rows(reduction, x.reshape(-1, 1), flat, size, base, env, term.index or "")
@@ -388,7 +452,11 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
     size = math.prod(shape)
     lines = [f"{n.offset} = {offset}  # once per plan: the flat positions along the other axes"] if axes else []
     total = f"{n.offset} + {idx}" if axes else idx
-    lines += [f"{n.flat} = np.broadcast_to({total}, {tup(step.src_shape)}).reshape(-1)", f"{x} = {x}.reshape(-1, 1)"]
+    # As the backend: broadcast only where offset + index does not span the source's shape already.
+    spans = tuple(max(a, b) for a, b in zip(step.term.shape, [1 if d == step.dim else m for d, m in enumerate(shape)]
+                                            if axes else [1] * len(shape))) == tuple(step.src_shape)
+    total = f"({total})" if spans else f"np.broadcast_to({total}, {tup(step.src_shape)})"
+    lines += [f"{n.flat} = {total}.reshape(-1)", f"{x} = {x}.reshape(-1, 1)"]
     combine = _combine_rows_code(step.reduction, n.flat, size, 1, n)[:-1]  # the result stays in n.out
     return lines + combine + [f"{x} = {n.out}.reshape({args(shape)})"]
 
