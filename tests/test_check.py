@@ -527,3 +527,222 @@ def test_docs_list_every_code_with_its_meaning():
     text = (REPO / "docs" / "check.md").read_text(encoding="utf-8")
     rows = dict(re.findall(r"^\| `(RA\d{3})` \| (.+) \|$", text, flags=re.M))
     assert rows == CODES
+
+
+# --- two unknown lengths in one input group (issue 11, item 17) ------------------------------
+
+
+@pytest.mark.parametrize("shape", [(6, 2, 3), (0, 2, 3), (1, 1, 1), (6, 2), (7, 2, 3, 4)])
+def test_two_unknowns_in_one_input_group_fail_before_the_shape_is_looked_at(shape):
+    import numpy as np
+
+    import rearr
+
+    with pytest.raises(RearrError) as info:
+        rearr.rearrange(np.zeros(shape), "(b m) n d -> b m n d")
+    assert info.value.code == "RA301" and info.value.col == 0  # the group, whatever the shape
+    assert info.value.message == "cannot infer both 'b' and 'm' from one input dimension"
+    # The hint works when applied: one length is enough.
+    assert rearr.rearrange(np.zeros((6, 2, 3)), "(b m) n d -> b m n d", b=2).shape == (2, 3, 2, 3)
+
+
+@pytest.mark.parametrize("op, pattern, reduction, lengths, error", [
+    ("rearrange", "(b m) n d -> b m n d", None, {}, "'b' and 'm'"),
+    ("rearrange", "(a b c) -> a b c", None, {"a": 2}, "'b' and 'c'"),
+    ("rearrange", "(a b c) -> a b c", None, {}, "'a', 'b' and 'c'"),
+    ("rearrange", "... (h w) -> ... h w", None, {}, "'h' and 'w'"),
+    ("rearrange", "(b m) n[idx] -> b m", None, {"idx": None}, "'b' and 'm'"),  # an index is no length
+    ("reduce", "(b m) n -> n", "sum", {}, "'b' and 'm'"),
+    ("repeat", "(b m) -> b m c", None, {"c": 2}, "'b' and 'm'"),
+    ("scatter", "(b m) k -> b n[i]", "sum", {"n": 4}, "'b' and 'm'"),
+    ("rearrange", "(b m) n d -> b m n d", None, {"b": None}, None),  # a variable is a length
+    ("rearrange", "(b 2) -> b", None, {}, "RA203"),  # an integer is not allowed there in rearrange...
+    ("reduce", "(b 2) n -> b n", "max", {}, None),  # ...but in reduce it is a known length
+    ("rearrange", "(b 1 m) -> b m", None, {"m": 3}, None),  # a unit axis needs no length
+])
+def test_the_rule_is_in_validate(op, pattern, reduction, lengths, error):
+    from rearr.recipe import validate
+
+    err = validate(pattern, op, reduction, lengths)
+    if error is None:
+        assert err is None
+    elif error.startswith("RA"):
+        assert err is not None and err.code == error
+    else:
+        assert err is not None and err.code == "RA301" and error in err.message, err
+
+
+def test_check_reports_two_unknowns_in_a_group_unless_lengths_may_come_from_kwargs():
+    source = "\n".join([
+        "from rearr import rearrange, reduce",
+        "y = rearrange(x, '(b m) n d -> b m n d')",
+        "y = rearrange(x, '(b m) n d -> b m n d', b=batch)",
+        "y = rearrange(x, '(b m) n d -> b m n d', **lengths)",
+        "y = reduce(x, 'b (h w) c -> b c', 'mean')",
+        "y = reduce(x, 'b (h w) c -> b c', 'mean', h=4)",
+    ])
+    assert check(source) == at(source, (2, "RA301", "(b m"), (5, "RA301", "(h w"))
+
+
+# --- layers (issue 8, item 5) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("header, call, needle", [
+    ("from rearr.layers import Rearrange", "Rearrange('b c -> c')", "b c -> c'"),
+    ("from rearr.layers import Rearrange as R", "R('b c -> c')", "b c -> c'"),
+    ("from rearr.layers import *", "Rearrange('b c -> c')", "b c -> c'"),
+    ("import rearr.layers", "rearr.layers.Rearrange('b c -> c')", "b c -> c'"),
+    ("import rearr", "rearr.layers.Rearrange('b c -> c')", "b c -> c'"),
+    ("import rearr.layers as L", "L.Rearrange('b c -> c')", "b c -> c'"),
+    ("from rearr import layers", "layers.Rearrange('b c -> c')", "b c -> c'"),
+    ("from rearr import layers as nnl", "nnl.Rearrange(pattern='b c -> c')", "b c -> c'"),
+    ("from rearr.layers import Reduce", "Reduce('b c -> d', 'sum')", "d'"),
+    ("from rearr.layers import Repeat", "Repeat('b c -> c', c=2)", "b c -> c'"),
+    ("from rearr.layers import Gather", "Gather('b c -> c')", "b c -> c'"),
+    ("from rearr.layers import Scatter", "Scatter('b c -> n[i] d', 'sum', fill=0)", "d'"),
+    ("import torch.nn as nn\nfrom rearr.layers import Rearrange",
+     "model = nn.Sequential(\n    nn.Linear(4, 4),\n    Rearrange('b c -> c'),\n)", "b c -> c'"),
+])
+def test_layer_forms(header, call, needle):
+    source = f"{header}\n{call}\n"
+    lines = source.splitlines()
+    line = next(i for i, s in enumerate(lines, 1) if needle in s)
+    assert check(source) == [(line, lines[line - 1].index(needle) + 1, "RA200")]
+
+
+@pytest.mark.parametrize("header, call, needle", [
+    ("from einops.layers.torch import Rearrange", "Rearrange('b c -> c')", "b c -> c'"),
+    ("from einops.layers.torch import Rearrange as ERearrange", "ERearrange('b c -> c')", "b c -> c'"),
+    ("import einops.layers.torch", "einops.layers.torch.Rearrange('b c -> c')", "b c -> c'"),
+    ("import einops", "einops.layers.torch.Rearrange('b c -> c')", "b c -> c'"),
+    ("from einops.layers import torch as T", "T.Rearrange('b c -> c')", "b c -> c'"),
+    ("from einops import layers", "layers.keras.Rearrange('b c -> c')", "b c -> c'"),
+    ("import einops.layers.tensorflow as tfl", "tfl.Reduce('b c -> c d', 'max')", "d'"),
+    ("import einops.layers.paddle as pl", "pl.EinMix('b c -> c d', weight_shape='c', c=2)", "d'"),
+    ("import einops.layers.flax as L", "L.Rearrange('b c -> c', sizes={})", "b c -> c'"),
+    ("from einops.layers.oneflow import *", "Rearrange('b c -> c')", "b c -> c'"),
+])
+def test_einops_layer_forms_need_the_flag(header, call, needle):
+    source = f"{header}\n{call}\n"
+    assert check(source) == []
+    assert check(source, einops=True) == [(2, call.index(needle) + 1, "RA200")]
+
+
+@pytest.mark.parametrize("source", [
+    "from einops.layers.torch import Repeat\nRepeat('b c -> c')",  # einops has no Repeat layer
+    "from einops.layers.torch import Gather\nGather('b c -> c')",
+    "from rearr.layers import Rearrange\nRearrange(pattern)",
+    "from rearr.layers import Rearrange\nRearrange(*args)",
+    "from rearr.layers import Rearrange\nlayer = Rearrange\nlayer.forward('b c -> c')",
+    "import rearr.layers.extra as X\nX.Rearrange('b c -> c')",  # not a module that exports layers
+    "from rearr.layers import Gather\nGather('b n[idx] -> b')",  # idx comes at forward time
+    "from rearr.layers import Scatter\nScatter('b k -> b n[dst]', 'mean')",  # so do dst and into=
+])
+def test_layers_not_checked_or_valid(source):
+    assert check(source, einops=True) == []
+
+
+def test_flax_layers_take_their_lengths_in_one_dict():
+    source = "\n".join([
+        "import einops.layers.flax as L",
+        "L.Rearrange('b (h w) -> b h w', sizes={'h': 4})",
+        "L.Rearrange('b (h w) -> b h w', {'h': 4})",
+        "L.Rearrange('b (h w) -> b h w', sizes=dict(h=4), name='split')",  # name=: flax's own
+        "L.Rearrange('b (h w) -> b h w', sizes=config)",  # unknown lengths: no length finding
+        "L.Rearrange('b (h w) -> b h w', sizes={**base, 'h': 4})",
+        "L.Rearrange('b (h w) -> b h w')",
+        "L.Rearrange('b (h w) -> b h w', sizes={'h': 4, 'q': 1})",
+        "L.Reduce('b (h w) -> b', 'mean', {'h': -1})",
+        "L.EinMix('b c -> b d', 'c d', 'd', {'c': 2})",
+        "L.EinMix('b c -> b d', 'c d', None, {'c': 2, 'd': 3})",
+    ])
+    assert check(source, einops=True) == at(source, (7, "RA301", "(h w"), (8, "RA300", "'b (h"),
+                                            (9, "RA305", "h w)"), (10, "RA301", "d', 'd'"))
+
+
+# EinMix: each case is checked against einops' own EinMix (torch flavour): lint finds a problem
+# exactly when einops refuses the layer.
+EINMIX_CASES = [
+    ("t b cin -> t b cout", "cin cout", "cout", {"cin": 10, "cout": 20}),
+    ("h w c -> hout w c", "h hout", "hout", {"h": 32, "hout": 32}),
+    ("t b c -> t b c", "c", None, {"c": 128}),
+    ("t b (head cin) -> t b (head cout)", "head cin cout", None, {"head": 4, "cin": 8, "cout": 8}),
+    ("b (h w) c -> b (h2 w2) c", "h w h2 w2", None, {"h": 3, "w": 3, "h2": 2, "w2": 2}),
+    ("... c -> ... d", "c d", "d", {"c": 2, "d": 3}),
+    ("b ... c -> b ... (c d)", "c d", None, {"c": 2, "d": 3}),
+    ("b c -> b", "c", None, {"c": 3}),
+    ("b c -> b d", "c d", None, {"c": 3}),  # d has no length
+    ("b c -> b d", "c", None, {"c": 3}),  # d comes from nowhere
+    ("b c -> b d", "c d e", None, {"c": 3, "d": 4, "e": 5}),  # e mixes nothing
+    ("b c -> b d", "c d", None, {"c": 3, "d": 4, "q": 1}),  # q names nothing
+    ("b c -> b d", "c d", "e", {"c": 3, "d": 4}),  # the bias axis is not an output
+    ("b c -> b d", "c d", "b d", {"c": 3, "d": 4}),  # the bias axis has no length
+    ("... d -> d ...", "d", "d", {"d": 3}),  # the bias axes must follow '...'
+    ("b c -> b d", "(c d)", None, {"c": 3, "d": 4}),
+    ("b c -> b d", "... c d", None, {"c": 3, "d": 4}),
+    ("b c -> b d", "c 1 d", None, {"c": 3, "d": 4}),  # einops fails with a ValueError
+    ("b c 2 -> b d", "c d", None, {"c": 3, "d": 4}),
+    ("... c -> b d", "c d", None, {"c": 3, "d": 4}),
+    ("(... c) -> ... d", "c d", None, {"c": 3, "d": 4}),
+    ("b c c -> b d", "c d", None, {"c": 3, "d": 4}),
+    ("b c -> b d", "c d d", None, {"c": 3, "d": 4}),
+    ("b c -> b d d", "c d", None, {"c": 3, "d": 4}),
+    ("b c", "c d", None, {"c": 3, "d": 4}),  # no '->': einops fails with a ValueError
+    ("b c -> b d", "c d", None, {"c": 3, "d": -4}),
+    ("b (h w) c -> b h w d", "c d", None, {"c": 3, "d": 4}),  # two unknowns in one input group
+    ("b (h w) c -> b h w d", "c d", None, {"c": 3, "d": 4, "h": 2}),
+]
+
+
+@pytest.mark.parametrize("pattern, weight, bias, lengths", EINMIX_CASES)
+def test_einmix_rules_agree_with_einops(pattern, weight, bias, lengths):
+    pytest.importorskip("torch")
+    from einops.layers.torch import EinMix
+
+    try:
+        EinMix(pattern, weight, bias, **lengths)
+        refused = False
+    except Exception:
+        refused = True
+    found = lint.validate_einmix(pattern, weight, bias, lengths)
+    assert (found is not None) == refused, found
+    if found is not None:
+        where, err = found
+        assert err.code in CODES and where in ("pattern", "weight_shape", "bias_shape")
+        text = {"pattern": pattern, "weight_shape": weight, "bias_shape": bias}[where]
+        assert err.col is None or 0 <= err.col < len(text) + 1
+
+
+def test_einops_refuses_two_unknowns_in_a_group_before_any_shape_too():
+    pytest.importorskip("torch")
+    from einops.layers.torch import Rearrange
+
+    with pytest.raises(Exception, match="Could not infer sizes"):
+        Rearrange("(b m) n d -> b m n d")  # at construction: no tensor has been seen
+
+
+def test_einmix_findings_point_into_the_right_literal():
+    source = "\n".join([
+        "from rearr.layers import EinMix",
+        "EinMix('b c -> b d', 'c d', c=3)",
+        "EinMix('b c -> b d', weight_shape='c d', bias_shape='e', c=3, d=4)",
+        "EinMix('b c -> b e', 'c d', c=3, d=4)",
+        "EinMix('b c -> b d', 'c d', c=3, d=4, q=2)",
+        "EinMix('b c -> b d', w, c=3)",  # the weight is not a literal: its rules are skipped
+        "EinMix('b c -> b e', w, c=3)",
+        "EinMix('b c -> b d', 'c d', b, c=3, d=4)",
+        "EinMix('b c -> b d', 'c d', c=3, **more)",  # lengths may come from **more
+        "EinMix('b c -> b d', *shapes, c=3)",
+        "EinMix('b (h w) -> b d', 'd', d=3)",
+    ])
+    assert check(source) == at(source, (2, "RA301", "d', c"), (3, "RA200", "e'"), (4, "RA200", "d', c"),
+                               (5, "RA300", "'b c"), (11, "RA301", "(h w"))
+
+
+def test_any_einmix_gives_a_finding_never_a_crash():
+    rng = random.Random(8)
+    for _ in range(1500):
+        pattern, weight, bias = random_pattern(rng), random_pattern(rng), rng.choice([None, random_pattern(rng)])
+        lengths = {name: rng.choice([2, None, -1]) for name in rng.sample(["a", "b", "c", "e"], rng.randint(0, 3))}
+        found = lint.validate_einmix(pattern, weight, bias, lengths)
+        assert found is None or found[1].code in CODES, (pattern, weight, bias)
