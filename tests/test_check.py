@@ -746,3 +746,134 @@ def test_any_einmix_gives_a_finding_never_a_crash():
         lengths = {name: rng.choice([2, None, -1]) for name in rng.sample(["a", "b", "c", "e"], rng.randint(0, 3))}
         found = lint.validate_einmix(pattern, weight, bias, lengths)
         assert found is None or found[1].code in CODES, (pattern, weight, bias)
+
+
+# --- files Python cannot parse (issue 11, item 16) -------------------------------------------
+
+PYTHON = "Python {}.{}.{}".format(*sys.version_info[:3])
+
+
+def newer_syntax() -> tuple[str, str]:
+    """Source that the running Python cannot parse but a newer one can, and what it is."""
+    if sys.version_info < (3, 12):
+        return "type Vector = list[float]\nclass Box[T]:\n    pass\n", "a 'type' statement needs Python 3.12"
+    if sys.version_info < (3, 14):
+        return "try:\n    pass\nexcept ValueError, TypeError:\n    pass\n", "'except' without parentheses needs "
+    pytest.skip("no syntax newer than this Python is known to the checker")
+
+
+def test_newer_syntax_in_a_file_without_patterns_is_a_note_not_a_failure(tmp_path):
+    body, what = newer_syntax()
+    (tmp_path / "models.py").write_text(f"import torch\n{body}")
+    (tmp_path / "ok.py").write_text("import rearr\nrearr.rearrange(x, 'b c -> c b')\n")
+    proc = run("check", ".", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr.startswith(f"rearr check: note: models.py:2: not checked (it names no rearr): {what}")
+    assert f"{PYTHON} cannot parse the file" in proc.stderr  # which Python parsed it
+    # With --einops, a file that names einops may hold einops patterns: it is not skipped.
+    (tmp_path / "models.py").write_text(f"import einops\n{body}")
+    assert run("check", ".", cwd=tmp_path).returncode == 0
+    assert run("check", "--einops", ".", cwd=tmp_path).returncode == 2
+
+
+def test_newer_syntax_in_a_file_that_names_rearr_is_RA003(tmp_path):
+    body, what = newer_syntax()
+    (tmp_path / "m.py").write_text(f"from rearr import rearrange\n{body}")
+    proc = run("check", "--format", "json", ".", cwd=tmp_path)
+    [p] = json.loads(proc.stdout)
+    assert proc.returncode == 2 and (p["line"], p["code"]) == (2, "RA003")
+    assert p["message"].startswith(what) and p["message"].endswith(f"; {PYTHON} cannot parse the file")
+    assert p["hint"].startswith("run rearr check with Python 3.1")
+
+
+def test_a_real_syntax_error_names_the_python_and_is_RA001_only_where_patterns_may_be(tmp_path):
+    (tmp_path / "a.py").write_text("import rearr\nx = (1 +* 2)\n")
+    (tmp_path / "b.py").write_text("import numpy\nx = (1 +* 2)\n")
+    notes: list[str] = []
+    [p] = lint.check_file(str(tmp_path / "a.py"), notes=notes)
+    assert (p.code, p.message) == ("RA001", f"{PYTHON} cannot parse the file: invalid syntax")
+    assert lint.check_file(str(tmp_path / "b.py"), notes=notes) == []
+    assert notes == [f"{tmp_path / 'b.py'}:2: not checked (it names no rearr): {PYTHON} cannot parse the file: "
+                     "invalid syntax"]
+
+
+# --- hostile files and streams (issue 11, item 18) -------------------------------------------
+
+posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs, devices and symlinks as on POSIX")
+
+
+@posix_only
+def test_a_fifo_in_a_folder_is_skipped_and_a_named_one_is_not_read(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")  # nobody writes to it: reading it would wait forever
+    (tmp_path / "m.py").write_text("import rearr\nrearr.rearrange(x, 'b c -> c')\n")
+    proc = run("check", ".", cwd=tmp_path)  # run() has a timeout: a hang fails the test
+    assert proc.returncode == 1 and proc.stdout.startswith("m.py:2:")
+    assert proc.stderr == "rearr check: note: pipe.py: skipped: not a regular file (a FIFO)\n"
+    proc = run("check", "pipe.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout.startswith("pipe.py:1:1: RA002 not a regular file (a FIFO): not read (fix: ")
+
+
+@posix_only
+def test_dev_zero_is_not_read():
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    proc = run("check", "/dev/zero")
+    assert proc.returncode == 2 and proc.stderr == ""
+    assert proc.stdout.startswith("/dev/zero:1:1: RA002 not a regular file (a character device): not read")
+
+
+def test_a_file_larger_than_the_cap_is_not_read(tmp_path):
+    with open(tmp_path / "huge.py", "wb") as f:
+        f.truncate(lint.MAX_BYTES + 1)  # sparse: costs no disk
+    [p] = lint.check_file(str(tmp_path / "huge.py"))
+    assert (p.code, p.message) == ("RA002", "the file is larger than 16 MiB: not read")
+
+
+def test_deep_nesting_is_RA001_not_a_traceback(tmp_path):
+    (tmp_path / "deep.py").write_text("import rearr\nx = " + "not " * 10_000 + "y\n")  # 40 KB
+    (tmp_path / "parens.py").write_text("import rearr\nx = " + "(" * 5000 + "y" + ")" * 5000 + "\n")
+    proc = run("check", "--format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    got = {p["path"]: (p["code"], p["message"]) for p in json.loads(proc.stdout)}
+    assert got["deep.py"][0] == got["parens.py"][0] == "RA001"
+    assert got["deep.py"][1].startswith(f"{PYTHON} cannot parse the file: ")
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    (tmp_path / "many.py").write_text("import rearr\n" + "rearr.rearrange(x, 'b c -> c')\n" * 4000)  # > a pipe
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "rearr.cli", "check", "many.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what `| head -1` does
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1  # the verdict stands: problems were found
+    assert first.startswith(b"many.py:2:") and stderr == ""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github"])
+def test_an_ascii_stdout_gets_escapes_not_an_error(tmp_path, fmt):
+    (tmp_path / "m.py").write_text("import rearr\nrearr.rearrange(x, 'b é -> b')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "-m", "rearr.cli", "check", "--format", fmt, "m.py"], cwd=tmp_path,
+                          env=env, capture_output=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr == b"", proc.stderr
+    out = proc.stdout.decode("ascii")  # nothing but ASCII came out
+    if fmt == "json":
+        assert json.loads(out)[0]["message"] == "axis 'é' appears only on the input side of rearrange"
+    else:
+        assert "axis '\\xe9' appears only on the input side" in out
+
+
+@posix_only
+def test_a_symlink_loop_is_named_as_such(tmp_path):
+    (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
+    proc = run("check", "loop.py", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "rearr check: loop.py: a symbolic link loop (too many levels of symbolic links)\n"
+    proc = run("check", ".", cwd=tmp_path)  # found in a folder: an RA002 problem like any unreadable file
+    assert proc.returncode == 2
+    assert proc.stdout == ("loop.py:1:1: RA002 cannot read the file: a symbolic link loop "
+                           "(too many levels of symbolic links)\n")
