@@ -33,7 +33,7 @@ from .recipe import parse, validate
 class Signature:
     """Where a function takes its pattern and reduction, and which keywords are not lengths."""
 
-    op: str  # whose rules apply: an operation of rearr.recipe, or "einmix"
+    op: str  # whose rules apply: an operation of rearr.recipe, "einmix" (rearr's) or "einops-einmix"
     pattern_at: int  # index among the positional arguments; -1: the last one (einsum)
     reduction_at: int | None = None
     options: frozenset[str] = frozenset()
@@ -62,13 +62,15 @@ LAYERS: dict[str, Signature] = {
     "Gather": Signature("rearrange", 0),
     "Scatter": Signature("scatter", 0, 1, frozenset({"fill"})),
 }
-_EINOPS_LAYERS = {name: LAYERS[name] for name in ("Rearrange", "Reduce", "EinMix")}
+# einops' EinMix refuses groups in weight_shape and bias_shape, which rearr's takes.
+_EINOPS_LAYERS = {**{name: LAYERS[name] for name in ("Rearrange", "Reduce")},
+                  "EinMix": Signature("einops-einmix", 0, options=_EINMIX.options)}
 # flax's layers are dataclasses: Rearrange(pattern, sizes), Reduce(pattern, reduction, sizes),
 # EinMix(pattern, weight_shape, bias_shape, sizes), and `name=`/`parent=` are flax's own.
 _FLAX_LAYERS = {
     "Rearrange": Signature("rearrange", 0, sizes_at=1),
     "Reduce": Signature("reduce", 0, 1, sizes_at=2),
-    "EinMix": Signature("einmix", 0, sizes_at=3),
+    "EinMix": Signature("einops-einmix", 0, sizes_at=3),
 }
 
 # What each module exports whose patterns rearr reads the same way, by the module's full name.
@@ -372,10 +374,11 @@ def _check_call(call: ast.Call, sig: Signature) -> Found | None:
     pattern = _argument(call, keywords, "pattern", sig.pattern_at)
     if not isinstance(pattern, ast.Constant) or not isinstance(pattern.value, str):
         return None  # not a literal (an f-string is a JoinedStr): nothing to check without running
-    if sig.op == "einmix":
+    if sig.op in ("einmix", "einops-einmix"):
         weight = _argument(call, keywords, "weight_shape", 1)
         bias = _argument(call, keywords, "bias_shape", 2)
-        found = _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs))
+        found = _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
+                              groups=sig.op == "einmix")
     else:
         reduction = None if sig.reduction_at is None else _argument(call, keywords, "reduction", sig.reduction_at)
         found = _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
@@ -481,23 +484,28 @@ def _pattern_offset(lines: list[str], literal: ast.Constant, text: str) -> int |
 # --- EinMix ----------------------------------------------------------------------------------
 # einops' rules (einops/layers/_einmix.py) as rearr errors. An EinMix is three steps: a rearrange
 # of the input to its flat axes, an einsum with the weight, a rearrange to the output; the two
-# rearranges are checked by `validate` itself, as the steps that run.
+# rearranges are checked by `validate` itself, as the steps that run. rearr.layers.EinMix has the
+# same rules, except that it also takes groups and unit axes in weight_shape and bias_shape.
 
 UNKNOWN = object()  # an argument that is not a literal: the rules that need it are skipped
 
 
 def validate_einmix(
-    pattern: str, weight_shape: object, bias_shape: object = None, lengths: Mapping[str, object] | None = None
+    pattern: str, weight_shape: object, bias_shape: object = None, lengths: Mapping[str, object] | None = None,
+    *, groups: bool = False,
 ) -> tuple[str, RearrError] | None:
     """EinMix's static rules: None when they hold, else (the argument at fault -- 'pattern',
-    'weight_shape' or 'bias_shape' -- and the error, whose column is in that argument)."""
+    'weight_shape' or 'bias_shape' -- and the error, whose column is in that argument).
+
+    ``groups``: rearr's EinMix, which takes groups and unit axes in the weight's and bias's shapes;
+    einops' refuses them. A shape that is UNKNOWN (not a literal) skips the rules that need it."""
     lengths = dict(lengths or {})
     where = "pattern"
     try:
         left, right = _einmix_sides(pattern, lengths)
         if isinstance(weight_shape, str):
             where = "weight_shape"
-            weight = _einmix_axes(weight_shape, where, lengths)
+            weight = _einmix_axes(weight_shape, where, lengths, groups)
             for name, col in weight.items():
                 if name not in lengths:
                     raise RearrError(f"weight axis {name!r} has no length", code="RA301", pattern=weight_shape,
@@ -518,7 +526,7 @@ def validate_einmix(
                                      code="RA300", pattern=pattern, hint=f"remove {name}=, or check its spelling")
         if isinstance(bias_shape, str):
             where = "bias_shape"
-            bias = _einmix_axes(bias_shape, where, {})
+            bias = _einmix_axes(bias_shape, where, {}, groups)
             for name, col in bias.items():
                 if name not in dict(right):
                     raise RearrError(f"bias axis {name!r} is not an output axis", code="RA200", pattern=bias_shape,
@@ -561,8 +569,8 @@ def _einmix_sides(pattern: str, lengths: dict[str, object]) -> tuple[dict[str, i
     return dict(left), right
 
 
-def _einmix_axes(text: str, arg: str, lengths: dict[str, object]) -> dict[str, int]:
-    """The axes of weight_shape or bias_shape (name -> column): plain names, each once."""
+def _einmix_axes(text: str, arg: str, lengths: dict[str, object], groups: bool) -> dict[str, int]:
+    """The axes of weight_shape or bias_shape (name -> column), each once; no '...'."""
     if "->" in text:
         raise RearrError(f"{arg} takes no '->'", code="RA101", pattern=text, col=text.index("->"),
                          hint="write its axes only, e.g. 'c d'")
@@ -572,15 +580,16 @@ def _einmix_axes(text: str, arg: str, lengths: dict[str, object]) -> dict[str, i
                          hint="remove the ','")
     (operand,) = parsed.inputs
     for dim in operand.dims:
-        if isinstance(dim, ir.Group):
-            raise RearrError(f"parentheses are not allowed in {arg}", code="RA203", pattern=text, col=dim.col,
-                             hint="list the axes one by one, without parentheses")
-        if isinstance(dim, ir.Ellipsis):
-            raise RearrError(f"'...' is not allowed in {arg}: its shape must be known", code="RA202", pattern=text,
-                             col=dim.col, hint="name the axes")
-        if isinstance(dim, ir.Anon) and dim.value == 1:
-            raise RearrError(f"a unit axis is not allowed in {arg}", code="RA203", pattern=text, col=dim.col,
-                             hint="remove it")
+        if isinstance(dim, ir.Group) and not groups:
+            raise RearrError(f"parentheses are not allowed in einops' {arg}", code="RA203", pattern=text,
+                             col=dim.col, hint="list the axes one by one, without parentheses")
+        for item in dim.items if isinstance(dim, ir.Group) else (dim,):
+            if isinstance(item, ir.Ellipsis):
+                raise RearrError(f"'...' is not allowed in {arg}: its shape must be known", code="RA202",
+                                 pattern=text, col=item.col, hint="name the axes")
+            if isinstance(item, ir.Anon) and item.value == 1 and not groups:
+                raise RearrError(f"a unit axis is not allowed in einops' {arg}", code="RA203", pattern=text,
+                                 col=item.col, hint="remove it")
     axes = dict(_einmix_items(text, operand, arg))
     _as_rearrange(text, f"{text}->{text}", 0, len(text), 0, {k: v for k, v in lengths.items() if k in axes})
     return axes
@@ -617,14 +626,14 @@ def _as_rearrange(text: str, synthetic: str, start: int, end: int, at: int, leng
 
 
 def _check_einmix(pattern: ast.Constant, weight_node: ast.expr | None, bias_node: ast.expr | None,
-                  lengths: tuple[dict[str, object], bool]) -> Found | None:
+                  lengths: tuple[dict[str, object], bool], groups: bool) -> Found | None:
     args: dict[str, object] = {}
     for name, node in (("weight_shape", weight_node), ("bias_shape", bias_node)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str | None):
             args[name] = node.value
         else:  # a variable, or hidden by *args; an absent weight_shape fails when the call runs
             args[name] = None if node is None and name == "bias_shape" else UNKNOWN
-    found = validate_einmix(pattern.value, args["weight_shape"], args["bias_shape"], lengths[0])
+    found = validate_einmix(pattern.value, args["weight_shape"], args["bias_shape"], lengths[0], groups=groups)
     if found is None or lengths[1] and found[1].code in _LENGTH_CODES:  # **kwargs: the lengths are incomplete
         return None
     where, err = found

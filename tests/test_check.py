@@ -877,3 +877,40 @@ def test_a_symlink_loop_is_named_as_such(tmp_path):
     assert proc.returncode == 2
     assert proc.stdout == ("loop.py:1:1: RA002 cannot read the file: a symbolic link loop "
                            "(too many levels of symbolic links)\n")
+
+
+# rearr's EinMix also takes groups and unit axes in weight_shape and bias_shape.
+REARR_EINMIX_CASES = EINMIX_CASES + [
+    ("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None, {"h": 4, "w": 4, "h2": 2, "w2": 2}),
+    ("b c -> b (d e)", "c (d e)", "(d e)", {"c": 3, "d": 2, "e": 2}),
+    ("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None, {"h": 4, "w": 4, "h2": 2}),  # w2 has no length
+    ("b (h w) c -> b c", "(h w) (h2 w2)", None, {"h": 4, "w": 4, "h2": 2, "w2": 2}),  # h2, w2 mix nothing
+    ("b c -> b d", "(c d) ...", None, {"c": 3, "d": 4}),
+    ("b c -> b d", "(c c) d", None, {"c": 3, "d": 4}),
+    ("b c -> b d", "c (d 2)", None, {"c": 3, "d": 4}),
+]
+
+
+def test_groups_in_the_weight_are_rearrs_not_einops():
+    rearr_mix = lint.validate_einmix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None,
+                                     {"h": 4, "w": 4, "h2": 2, "w2": 2}, groups=True)
+    einops_mix = lint.validate_einmix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None,
+                                      {"h": 4, "w": 4, "h2": 2, "w2": 2})
+    assert rearr_mix is None and einops_mix is not None and einops_mix[0] == "weight_shape"
+    source = ("from rearr.layers import EinMix\nfrom einops.layers.torch import EinMix as E\n"
+              "EinMix('b c -> b d', '(c d)', c=2, d=3)\nE('b c -> b d', '(c d)', c=2, d=3)\n")
+    assert check(source, einops=True) == at(source, (4, "RA203", "(c d)'"))
+
+
+@pytest.mark.parametrize("pattern, weight, bias, lengths", REARR_EINMIX_CASES)
+def test_einmix_rules_agree_with_rearr_layers(pattern, weight, bias, lengths):
+    pytest.importorskip("torch")
+    layers = pytest.importorskip("rearr.layers")  # another module: this runs where it exists
+
+    try:
+        layers.EinMix(pattern, weight, bias, **lengths)
+        refused = False
+    except RearrError:
+        refused = True
+    found = lint.validate_einmix(pattern, weight, bias, lengths, groups=True)
+    assert (found is not None) == refused, found
