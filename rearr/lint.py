@@ -526,7 +526,7 @@ def validate_einmix(
                                      code="RA300", pattern=pattern, hint=f"remove {name}=, or check its spelling")
         if isinstance(bias_shape, str):
             where = "bias_shape"
-            bias = _einmix_axes(bias_shape, where, {}, groups)
+            bias = _einmix_axes(bias_shape, where, lengths, groups)
             for name, col in bias.items():
                 if name not in dict(right):
                     raise RearrError(f"bias axis {name!r} is not an output axis", code="RA200", pattern=bias_shape,

@@ -902,8 +902,21 @@ def test_groups_in_the_weight_are_rearrs_not_einops():
     assert check(source, einops=True) == at(source, (4, "RA203", "(c d)'"))
 
 
+# Where rearr.layers.EinMix (as first written, on the layers branch) accepts what einops refuses,
+# check keeps einops' rule and says why: these are open questions for the layer, not for check.
+EINMIX_DIVERGES = [  # (pattern, weight_shape, lengths): why
+    ("b c c -> b d", "c d", {"c": 3, "d": 4}),  # a repeated input axis: rearr's einsum takes the diagonal
+    ("b c -> b d", "c d d", {"c": 3, "d": 4}),  # a repeated weight axis
+    ("b c -> b d", "(c c) d", {"c": 3, "d": 4}),  # a repeated weight axis
+    ("b (h w) c -> b h w d", "c d", {"c": 3, "d": 4}),  # h and w are never known: fails at every forward
+]
+
+
 @pytest.mark.parametrize("pattern, weight, bias, lengths", REARR_EINMIX_CASES)
 def test_einmix_rules_agree_with_rearr_layers(pattern, weight, bias, lengths):
+    if (pattern, weight, lengths) in EINMIX_DIVERGES:
+        assert lint.validate_einmix(pattern, weight, bias, lengths, groups=True) is not None
+        return
     pytest.importorskip("torch")
     layers = pytest.importorskip("rearr.layers")  # another module: this runs where it exists
 
