@@ -193,11 +193,16 @@ class _NotRead(Exception):
 def _read(path: str) -> bytes:
     # O_NONBLOCK: opening a FIFO that nobody writes to must not wait; fstat then says what was opened.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    with os.fdopen(fd, "rb") as f:
+    try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise _NotRead(f"not a regular file ({file_kind(mode)}): not read",
                            "name Python source files; in folders, other files are skipped")
+        f = os.fdopen(fd, "rb")  # owns fd from here on
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
         data = f.read(MAX_BYTES + 1)  # the file may grow after fstat: never read more than the cap
     if len(data) > MAX_BYTES:
         raise _NotRead(f"the file is larger than {MAX_BYTES // 2**20} MiB: not read",
