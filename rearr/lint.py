@@ -7,8 +7,8 @@ checker and the library can never disagree. This module imports nothing of rearr
 but rearr.recipe and rearr.errors, and nothing that needs a tensor library:
 checking a tree never imports torch.
 
-Names are resolved per file, not per scope: an ``import`` anywhere in the file
-binds the name for the whole file (a later import of the same name wins).
+Names are resolved per file, not per scope: a call uses the nearest import of its name above
+it, wherever that import stands (the first one, when none is above).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import re
 import stat
 import sys
 import warnings
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -255,13 +255,13 @@ def _calls(tree: ast.Module, source: str, packages: list[str]) -> Iterator[tuple
     # An import of a package spells its name, and a call of a function (or an import that binds
     # the name to something else) spells the name: only the parts of the tree on such lines are
     # looked into, and most files have none.
-    modules, functions = _bindings(_imports(_nodes_on(tree, _lines_naming(source, packages))), packages)
-    if not (modules or functions):
+    names = _bindings(_imports(_nodes_on(tree, _lines_naming(source, packages))), packages)
+    if not names.ours:
         return
-    nodes = list(_nodes_on(tree, _lines_naming(source, [*packages, *modules, *functions])))
-    modules, functions = _bindings(_imports(nodes), packages)
+    nodes = list(_nodes_on(tree, _lines_naming(source, [*packages, *names.ours])))
+    names = _bindings(_imports(nodes), packages)
     for node in nodes:
-        if isinstance(node, ast.Call) and (sig := _operation(node.func, modules, functions)):
+        if isinstance(node, ast.Call) and (sig := _operation(node.func, names, (node.lineno, node.col_offset))):
             yield node, sig
 
 
@@ -271,19 +271,20 @@ def _imports(nodes: Iterable[ast.AST]) -> list[ast.Import | ast.ImportFrom]:
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
-def _operation(func: ast.expr, modules: dict[str, str], functions: dict[str, Signature]) -> Signature | None:
-    """What ``func(...)`` calls -- ``rearrange(...)``, ``rearr.rearrange(...)``,
+def _operation(func: ast.expr, names: _Names, at: tuple[int, int]) -> Signature | None:
+    """What ``func(...)`` at ``at`` calls -- ``rearrange(...)``, ``rearr.rearrange(...)``,
     ``einops.layers.torch.Rearrange(...)``, ``L.Rearrange(...)`` -- or None."""
     if isinstance(func, ast.Name):
-        return functions.get(func.id)
+        return names.at(func.id, at)[1]
     attrs = []
     while isinstance(func, ast.Attribute):
         attrs.append(func.attr)
         func = func.value
-    if attrs and isinstance(func, ast.Name) and func.id in modules:
-        *path, name = [modules[func.id], *reversed(attrs)]
-        return MODULES.get(".".join(path), {}).get(name)
-    return None
+    module = names.at(func.id, at)[0] if attrs and isinstance(func, ast.Name) else None
+    if module is None:
+        return None
+    *path, name = [module, *reversed(attrs)]
+    return MODULES.get(".".join(path), {}).get(name)
 
 
 def _lines_naming(source: str, names: list[str]) -> list[int]:
@@ -327,46 +328,60 @@ def _nodes_on(tree: ast.AST, lines: list[int]) -> Iterator[ast.AST]:
                 stack.append(value)
 
 
-def _bindings(
-    imports: list[ast.Import | ast.ImportFrom], packages: list[str]
-) -> tuple[dict[str, str], dict[str, Signature]]:
-    """Names bound to the packages' modules (name -> the module's full name) and to their
-    functions and layers (name -> signature)."""
-    modules: dict[str, str] = {}
-    functions: dict[str, Signature] = {}
+class _Names:
+    """What each name is bound to by the imports, from where each import stands."""
 
-    def bind(name: str, module: str | None = None, function: Signature | None = None) -> None:
-        # Any import of a name unbinds what an earlier import bound it to.
-        modules.pop(name, None)
-        functions.pop(name, None)
-        if module is not None:
-            modules[name] = module
-        if function is not None:
-            functions[name] = function
+    def __init__(self) -> None:
+        # name -> [(position, module's full name or None, signature or None)], in source order
+        self.imports: dict[str, list[tuple[tuple[int, int], str | None, Signature | None]]] = {}
+        self.ours: set[str] = set()  # the names that some import binds to one of ours
+
+    def bind(self, at: tuple[int, int], name: str, module: str | None = None,
+             function: Signature | None = None) -> None:
+        self.imports.setdefault(name, []).append((at, module, function))
+        if module is not None or function is not None:
+            self.ours.add(name)
+
+    def at(self, name: str, at: tuple[int, int]) -> tuple[str | None, Signature | None]:
+        """The binding of the nearest import of the name above ``at`` (the first one, if none is
+        above: an import at the end of the file, or in a function defined further down)."""
+        found = self.imports.get(name)
+        if not found:
+            return None, None
+        i = bisect_right([position for position, _, _ in found], at) - 1
+        _, module, function = found[max(i, 0)]
+        return module, function
+
+
+def _bindings(imports: list[ast.Import | ast.ImportFrom], packages: list[str]) -> _Names:
+    """Names bound to the packages' modules (the module's full name) and to their functions and
+    layers (a signature); an import of a name that is not ours is recorded too: it unbinds it."""
+    names = _Names()
 
     def ours(module: str | None) -> bool:
         return module is not None and module.partition(".")[0] in packages
 
-    for node in imports:  # in source order: a later import of a name wins
+    for node in imports:  # in source order
+        at = (node.lineno, node.col_offset)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.partition(".")[0]
                 if alias.asname is None:  # `import a.b` binds `a`
-                    bind(top, top if ours(top) else None)
+                    names.bind(at, top, top if ours(top) else None)
                 else:  # `import a.b as c` binds c to a.b
-                    bind(alias.asname, alias.name if ours(alias.name) else None)
+                    names.bind(at, alias.asname, alias.name if ours(alias.name) else None)
         else:
             module = node.module if node.level == 0 and ours(node.module) else None
             exports = MODULES.get(module or "", {})
             for alias in node.names:
                 if alias.name == "*":
                     for name, sig in exports.items():
-                        bind(name, function=sig)
+                        names.bind(at, name, function=sig)
                 elif alias.name in exports:  # a function or a layer
-                    bind(alias.asname or alias.name, function=exports[alias.name])
+                    names.bind(at, alias.asname or alias.name, function=exports[alias.name])
                 else:  # a submodule (`from einops.layers import torch`), or anything else
-                    bind(alias.asname or alias.name, f"{module}.{alias.name}" if module else None)
-    return modules, functions
+                    names.bind(at, alias.asname or alias.name, f"{module}.{alias.name}" if module else None)
+    return names
 
 
 # (the literal at fault, the error, the reduction literal when it is the fault)

@@ -927,3 +927,24 @@ def test_einmix_rules_agree_with_rearr_layers(pattern, weight, bias, lengths):
         refused = True
     found = lint.validate_einmix(pattern, weight, bias, lengths, groups=True)
     assert (found is not None) == refused, found
+
+
+def test_a_call_uses_the_nearest_import_above_it():
+    # einops' own test_layers.py builds one model per framework in one file: torch's Reduce takes
+    # lengths as keywords, flax's in sizes=. Each call is read with the import above it.
+    source = "\n".join([
+        "def torch_model():",
+        "    from einops.layers.torch import Reduce",
+        "    return Reduce('b (h h2) -> b h', 'max', h2=2)",
+        "def flax_model():",
+        "    from einops.layers.flax import Reduce",
+        "    return Reduce('b (h h2) -> b h', 'max', sizes={'h2': 2})",
+        "def flax_wrong():",
+        "    return Reduce('b (h h2) -> b h', 'max', h2=2)",  # flax: h2= is not a length here
+        "def uses_helper():",
+        "    return rearrange(x, 'b c -> c')",  # the import is below: the first one counts",
+        "from rearr import rearrange",
+        "from mine import rearrange",
+        "rearrange(x, 'b c -> c')",  # rebound: not rearr's
+    ])
+    assert check(source, einops=True) == at(source, (8, "RA301", "(h h2"), (10, "RA200", "b c -> c"))
