@@ -389,6 +389,7 @@ Found = tuple[ast.Constant, RearrError, "ast.expr | None"]
 
 
 def _check_call(call: ast.Call, sig: Signature) -> Found | None:
+    """What is wrong with one call whose pattern is a literal, if anything."""
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     open_kwargs = len(keywords) < len(call.keywords)
     pattern = _argument(call, keywords, "pattern", sig.pattern_at)
@@ -397,12 +398,10 @@ def _check_call(call: ast.Call, sig: Signature) -> Found | None:
     if sig.op in ("einmix", "einops-einmix"):
         weight = _argument(call, keywords, "weight_shape", 1)
         bias = _argument(call, keywords, "bias_shape", 2)
-        found = _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
-                              groups=sig.op == "einmix")
-    else:
-        reduction = None if sig.reduction_at is None else _argument(call, keywords, "reduction", sig.reduction_at)
-        found = _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
-    return found
+        return _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
+                             groups=sig.op == "einmix")
+    reduction = None if sig.reduction_at is None else _argument(call, keywords, "reduction", sig.reduction_at)
+    return _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
 
 
 def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_node: ast.expr | None,
