@@ -4,12 +4,13 @@
 pattern, and a backend only when a tensor of its framework arrives.
 """
 
-from .api import einsum, pack, parse_shape, rearrange, reduce, repeat, scatter, unpack
+from .api import asnumpy, einsum, pack, parse_shape, rearrange, reduce, repeat, scatter, unpack
 from .errors import RearrError
 from .explain import explain
 
 __all__ = [
     "RearrError",
+    "asnumpy",
     "einsum",
     "explain",
     "pack",

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from . import planner, recipe
+from . import planner, policy, recipe
 from .backends import _BY_TYPE, backend_for, compile_plan
+from .backends.contract import IndexEnv
 from .errors import RearrError
+from .plan import Reshape
 
 Tensor = TypeVar("Tensor")
 
@@ -79,6 +81,9 @@ def _run(
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
+    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
+        policy.refuse_unusual(e, _BY_TYPE.get(type(tensor)) or backend_for(tensor), (tensor, *kwargs.values()))
+        raise
 
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
@@ -95,10 +100,11 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
         _check_into(into, x, backend)
         into_shape = tuple(into.shape)
     uses, calls = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
-    env: dict[str, Any] = {"text": pattern, "fill": fill, "into": into}
+    indices: dict[str, Any] = {}
     for use in uses:
         t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
-        env[use.name] = backend.check_index(t, use, pattern) if check_bounds else t
+        indices[use.name] = backend.check_index(t, use, pattern) if check_bounds else t
+    env = IndexEnv(pattern, indices, fill, into)
     if check_bounds:
         for f in calls:
             x = f(x, env)
@@ -119,7 +125,7 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
     key = []
     for name, value in kwargs.items():
         kind = value.__class__
-        if kind is tensor:
+        if kind is tensor and value.ndim:  # a 0-d tensor may be a length: the careful path tells
             key.append((name, value.shape))
         elif kind is int:
             key.append((name, value))
@@ -150,6 +156,8 @@ def _check_into(into: Any, x: Any, backend: Any) -> None:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
                          f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
                          hint="convert one of them, so that the result's dtype is not a guess")
+    if hasattr(backend, "check_into"):
+        backend.check_into(into, x)
 
 
 def _shape_of(tensor: Any) -> object:
@@ -185,6 +193,8 @@ def reduce(
         raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
                          code="RA400", pattern=pattern if isinstance(pattern, str) else None,
                          hint=f"one of {', '.join(recipe.REDUCTIONS)}")
+    if reduction.__class__ is str and reduction == "rearrange":  # einops accepts it: a reduce that reduces nothing
+        return _run("rearrange", tensor, pattern, None, axes_lengths)
     return _run("reduce", tensor, pattern, reduction, axes_lengths)
 
 
@@ -232,48 +242,276 @@ def scatter(
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(src), op="scatter") from None
+    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
+        policy.refuse_unusual(e, _BY_TYPE.get(type(src)) or backend_for(src),
+                              (src, into, *lengths_and_indices.values()))
+        raise
 
 
-def einsum(*tensors_and_pattern: Any) -> Any:
-    """einsum with axis names, the pattern last: einsum(x, y, "b i, b j -> b i j")."""
-    *tensors, pattern = tensors_and_pattern
+def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
+    """einsum with axis names, the pattern last: einsum(x, y, "b i, b j -> b i j").
+
+    Groups such as ``(h w)`` may stand on either side (lengths as keywords where the operands do
+    not give them), and ``1`` or ``()`` for unit axes: they become reshapes around the backend's
+    einsum.
+    """
+    pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
+    tensors = tensors_and_pattern[:-1]
     try:
-        if not tensors:
-            raise RearrError("einsum needs tensors before the pattern", code="RA206",
-                             hint='einsum(x, y, "i j, j k -> i k")')
-        backend = backend_for(tensors[0])
-        spec, n_inputs = _einsum_spec(pattern)
-        if n_inputs != len(tensors):
-            raise RearrError(f"the pattern has {n_inputs} input operands, {len(tensors)} tensors were given",
-                             code="RA206", pattern=pattern, hint="give one operand per tensor, separated by ','")
-        return backend.einsum(spec, *tensors)
+        if pattern.__class__ is str and tensors:
+            lengths = _einsum_key(pattern, axes_lengths) if axes_lengths else ()
+            if len(tensors) == 2:  # the common call, unrolled: issue 9 counts its overhead
+                a, b = tensors
+                backend = _BY_TYPE.get(a.__class__)
+                if backend is not None and (b.__class__ is a.__class__ or _BY_TYPE.get(b.__class__) is backend):
+                    pre, spec, post = _einsum_plan(pattern, (a.shape, b.shape), lengths)
+                    if pre:
+                        a = a if pre[0] is None else a.reshape(pre[0])
+                        b = b if pre[1] is None else b.reshape(pre[1])
+                    try:
+                        out = backend.einsum(spec, a, b)
+                    except (RuntimeError, ValueError, TypeError) as e:
+                        _einsum_refused(backend, e)
+                    return out if post is None else out.reshape(post)
+            else:
+                backend = _BY_TYPE.get(tensors[0].__class__)
+                if backend is not None:  # (an nn.Parameter is another class of the same backend)
+                    shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
+                    if len(shapes) == len(tensors):
+                        return _einsum_run(backend, *_einsum_plan(pattern, shapes, lengths), tensors)
+        return _einsum_careful(tensors_and_pattern, axes_lengths)
     except RearrError as e:
+        shapes = tuple(_shape_of(t) for t in tensors)
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
-                             shape=tuple(_shape_of(t) for t in tensors), op="einsum") from None
+                             shape=shapes if shapes and None not in shapes else None, op="einsum") from None
 
 
-@lru_cache(maxsize=256)
-def _einsum_spec(pattern: str) -> tuple[str, int]:
-    r = recipe.analyze(pattern, "einsum")
-    letters: dict[str, str] = {}
-    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+def _einsum_run(backend: Any, pre: tuple, spec: str, post: tuple | None, tensors: tuple) -> Any:
+    if pre:
+        tensors = tuple(t if shape is None else t.reshape(shape) for t, shape in zip(tensors, pre))
+    try:
+        out = backend.einsum(spec, *tensors)
+    except (RuntimeError, ValueError, TypeError) as e:
+        _einsum_refused(backend, e)
+    return out if post is None else out.reshape(post)
 
-    def operand(dims) -> str:
-        out = []
+
+def _einsum_refused(backend: Any, e: Exception) -> None:
+    if isinstance(e, RearrError):  # the backend's own refusal, already in rearr's words
+        raise e
+    # Shapes were checked before: what is left is dtype, device or memory, in the backend's words.
+    raise RearrError(f"{backend.name} refused the einsum: {e}", code="RA500",
+                     hint="give the operands one dtype and device") from None
+
+
+def _einsum_careful(args: tuple, axes_lengths: dict[str, Any]) -> Any:
+    """The slow path: every way the call can be wrong gets its RearrError, then the fast one runs."""
+    if not args:
+        raise RearrError("einsum needs tensors, then the pattern", code="RA206",
+                         hint='einsum(x, y, "i j, j k -> i k")')
+    *tensors, pattern = args
+    if not isinstance(pattern, str):
+        if isinstance(args[0], str):
+            names = ", ".join(f"x{k}" for k in range(1, len(args)))
+            raise RearrError("the pattern comes last in rearr.einsum (np.einsum puts it first)", code="RA206",
+                             hint=f"einsum({names}, {args[0]!r})")
+        recipe.parse(pattern)  # raises the RearrError that says the pattern must be a str
+    if not tensors:
+        raise RearrError("einsum needs tensors before the pattern", code="RA206",
+                         hint=f"einsum(x, {pattern!r})")
+    backend = backend_for(tensors[0])
+    for k, t in enumerate(tensors):
+        if backend_for(t) is not backend:
+            raise RearrError(f"operand {k} is a {type(t).__name__}, operand 0 a {type(tensors[0]).__name__}",
+                             code="RA500", hint="give einsum tensors of one library")
+    lengths = _einsum_lengths(pattern, axes_lengths)
+    pre, spec, post = _einsum_plan(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
+    return _einsum_run(backend, pre, spec, post, tuple(tensors))
+
+
+def _einsum_key(pattern: str, axes_lengths: dict[str, Any]) -> tuple:
+    """The lengths as a cache key: plain ints as they are, anything else validated first (2.0 == 2)."""
+    for value in axes_lengths.values():
+        if value.__class__ is not int:
+            return tuple(_einsum_lengths(pattern, axes_lengths).items())
+    return tuple(axes_lengths.items())
+
+
+def _einsum_lengths(pattern: str, axes_lengths: dict[str, Any]) -> dict[str, int]:
+    r = recipe.analyze(pattern, "einsum", None, tuple(sorted(axes_lengths)))
+    return {name: recipe.check_length_value(r, name, value) for name, value in axes_lengths.items()}
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@lru_cache(maxsize=1024)
+def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, str, tuple | None]:
+    """(pattern, operand shapes, lengths) -> (reshape of each operand or None, the backend's spec,
+    the output's reshape or None). Every shape rule is checked here, naming the user's axes: the
+    backend sees only a spec that fits."""
+    r = recipe.analyze(pattern, "einsum", None, tuple(sorted(name for name, _ in lengths)))
+    if len(r.inputs) != len(shapes):
+        raise RearrError(f"the pattern has {len(r.inputs)} input operands, {len(shapes)} tensors were given",
+                         code="RA206", pattern=pattern, hint="give one operand per tensor, separated by ','")
+    known: dict[str, int] = dict(lengths)
+    where: dict[str, str] = {name: f"{name}={n}" for name, n in lengths}
+    ellipses: list[tuple[int, ...]] = []
+    operands = []  # per input: (dims, the tensor's length of each dim)
+    for k, (dims, shape) in enumerate(zip(r.inputs, shapes)):
+        shape = tuple(int(n) for n in shape)
+        has_ell = any(d.names == (recipe.ELLIPSIS,) for d in dims)
+        n_fixed = len(dims) - has_ell
+        if len(shape) != n_fixed and not (has_ell and len(shape) >= n_fixed):
+            need = f"at least {n_fixed}" if has_ell else str(n_fixed)
+            raise RearrError(f"operand {k} has {len(shape)} dimensions, the pattern gives it {need}", code="RA304",
+                             pattern=pattern, col=dims[0].col if dims else None,
+                             hint="write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
+        pos = 0
+        lens = []
         for d in dims:
-            name = d.names[0]
-            if name == recipe.ELLIPSIS:
-                out.append("...")
+            if d.names == (recipe.ELLIPSIS,):
+                n_ell = len(shape) - n_fixed
+                ellipses.append(shape[pos: pos + n_ell])
+                lens.append(None)
+                pos += n_ell
                 continue
-            if name not in letters:
-                if len(letters) == len(alphabet):
-                    raise RearrError("einsum supports at most 52 distinct axes", code="RA206", pattern=pattern)
-                letters[name] = alphabet[len(letters)]
-            out.append(letters[name])
-        return "".join(out)
+            lens.append(shape[pos])
+            pos += 1
+        operands.append((dims, lens))
+    # Single axes first, then groups that have one unknown left, until nothing changes.
+    for dims, lens in operands:
+        for d, n in zip(dims, lens):
+            if n is None:
+                continue
+            if not d.names and n != 1:
+                raise RearrError(f"a unit axis has length {n}", code="RA303", pattern=pattern, col=d.col,
+                                 hint="name the axis, or pass a tensor with length 1 there")
+            if len(d.names) == 1 and not d.group:
+                _einsum_agree(pattern, r, known, where, d.names[0], n, d.col)
+    pending = [(d, n) for dims, lens in operands for d, n in zip(dims, lens) if d.group and n is not None]
+    while pending:
+        rest = []
+        for d, n in pending:
+            unknown = [a for a in d.names if a not in known]
+            if len(unknown) > 1:
+                rest.append((d, n))
+                continue
+            product = _prod(known[a] for a in d.names if a in known)
+            if not unknown:
+                if product != n:
+                    raise RearrError(f"the group at column {d.col} has length {n}, its axes "
+                                     f"({', '.join(where[a] for a in d.names)}) make {product}", code="RA303",
+                                     pattern=pattern, col=d.col, hint="fix the lengths so that the group's product "
+                                     "is the dimension's length")
+                continue
+            if product == 0 or n % product:
+                raise RearrError(f"a dimension of length {n} is not divisible by {product}", code="RA302",
+                                 pattern=pattern, col=d.col,
+                                 hint="fix the length keywords so that their product divides the dimension")
+            known[unknown[0]] = n // product
+            where[unknown[0]] = f"{unknown[0]}={n // product}"
+        if len(rest) == len(pending):
+            name = next(a for a in rest[0][0].names if a not in known)
+            raise RearrError(f"the length of {name!r} cannot be inferred", code="RA301", pattern=pattern,
+                             col=r.col(name), hint=f"pass it as a keyword, e.g. {name}=2")
+        pending = rest
+    ell_shape = _broadcast(pattern, ellipses)  # checked here: the backend's message would name its letters
+    sides = [dims for dims, _ in operands] + [r.outputs[0]]
+    units = _einsum_units(sides)
+    if len(units) > len(_LETTERS):
+        raise RearrError(f"einsum supports at most {len(_LETTERS)} distinct axes", code="RA206", pattern=pattern,
+                         hint="rearrange some axes together first")
+    letter, unit_of = {}, {}
+    for k, unit in enumerate(units):
+        for name in unit:
+            letter[name], unit_of[name] = _LETTERS[k], unit
+    spec_parts: list[str] = []
+    reshapes: list[tuple | None] = []
+    for dims, shape in zip(sides, [s for s in shapes] + [None]):
+        text, target, fits = "", [], True
+        pos = 0
+        for d in dims:
+            if d.names == (recipe.ELLIPSIS,):
+                n_ell = len(ell_shape) if shape is None else len(shape) - (len(dims) - 1)
+                text += "..."
+                target.extend(ell_shape if shape is None else (int(n) for n in shape[pos: pos + n_ell]))
+                pos += n_ell
+                continue
+            pos += 1
+            fits = fits and bool(d.names) and unit_of[d.names[0]] == d.names  # the dim is one einsum axis
+            for name in d.names:
+                unit = unit_of[name]
+                if unit[0] == name:  # an einsum axis starts here (a fused one may end in a later dim)
+                    text += letter[name]
+                    if shape is not None:
+                        target.append(_prod(known[a] for a in unit))
+        spec_parts.append(text)
+        if shape is None:  # the output: its own dims' lengths, when they are not the einsum's
+            post = None
+            if not fits:
+                post = ()
+                for d in dims:
+                    post += ell_shape if d.names == (recipe.ELLIPSIS,) else (_prod(known[a] for a in d.names),)
+        else:
+            reshapes.append(None if fits else tuple(target))
+    spec = ",".join(spec_parts[:-1]) + "->" + spec_parts[-1]
+    return (tuple(reshapes) if any(p is not None for p in reshapes) else ()), spec, post
 
-    ins = ",".join(operand(dims) for dims in r.inputs)
-    return f"{ins}->{operand(r.outputs[0])}", len(r.inputs)
+
+def _einsum_units(sides: list) -> list[tuple[str, ...]]:
+    """The einsum's axes. A group such as ``(h w)`` whose axes stand together, in that order, in every
+    operand where any of them stands becomes one einsum axis (no reshape where it stays grouped),
+    unless that costs more reshapes than it saves; every other axis is its own."""
+    flats = [[n for d in dims for n in d.names] for dims in sides]
+    fused: dict[str, tuple[str, ...]] = {}
+    for run in dict.fromkeys(d.names for dims in sides for d in dims if len(d.names) > 1):
+        if recipe.ELLIPSIS in run or len(set(run)) < len(run) or any(n in fused for n in run):
+            continue
+        together = True
+        for flat in flats:
+            at = [k for k, n in enumerate(flat) if n in run]
+            together = together and (not at or flat[at[0]: at[0] + len(run)] == list(run) == [flat[k] for k in at])
+        if together and _reshapes(sides, run, True) <= _reshapes(sides, run, False):
+            fused.update((n, run) for n in run)
+    units: list[tuple[str, ...]] = []
+    for n in dict.fromkeys(n for flat in flats for n in flat if n != recipe.ELLIPSIS):
+        unit = fused.get(n, (n,))
+        if unit[0] == n:
+            units.append(unit)
+    return units
+
+
+def _reshapes(sides: list, run: tuple[str, ...], fused: bool) -> int:
+    """How many operands need a reshape for ``run``, fused into one einsum axis or not."""
+    count = 0
+    for dims in sides:
+        holding = [d for d in dims if set(d.names) & set(run)]
+        if holding:
+            count += not (len(holding) == 1 and holding[0].names == run) if fused else any(len(d.names) > 1 for d in
+                                                                                          holding)
+    return count
+
+
+def _einsum_agree(pattern: str, r: Any, known: dict, where: dict, name: str, n: int, col: int) -> None:
+    if name in known and known[name] != n:
+        raise RearrError(f"axis {name!r} has length {n} here and {where[name]} elsewhere", code="RA303",
+                         pattern=pattern, col=col, hint=f"give {name!r} one length in every operand")
+    known.setdefault(name, n)
+    where.setdefault(name, f"{name}={n}")
+
+
+def _broadcast(pattern: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape that '...' stands for on the output: the inputs' '...' shapes broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s, ndim - len(s)):
+            if n != 1 and out[i] not in (1, n):
+                raise RearrError(f"the operands' '...' shapes {' and '.join(map(str, shapes))} do not broadcast",
+                                 code="RA303", pattern=pattern, hint="give '...' equal (or length-1) dimensions")
+            out[i] = max(out[i], n) if n != 1 else out[i]
+    return tuple(out)
 
 
 def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[int, ...]]]:
@@ -281,7 +519,9 @@ def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[in
     try:
         before, after = _pack_split(pattern, "pack")
         if not isinstance(tensors, list | tuple) or not tensors:
-            raise RearrError("pack takes a non-empty list of tensors", code="RA500", pattern=pattern)
+            what = "an empty list" if isinstance(tensors, list | tuple) else f"a {type(tensors).__name__}"
+            raise RearrError(f"pack takes a non-empty list of tensors, not {what}", code="RA500", pattern=pattern,
+                             hint="pass a list, e.g. pack([x, y], ...); with nothing to pack there is no result")
         backend = backend_for(tensors[0])
         pieces, shapes = [], []
         for i, t in enumerate(tensors):
@@ -301,29 +541,29 @@ def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[in
                                  hint="the axes named in the pattern have one length in every packed tensor")
             packed = shape[before: len(shape) - after]
             shapes.append(packed)
-            pieces.append(t.reshape(shape[:before] + (-1,) + shape[len(shape) - after:]))
+            # The packed length written out, not -1: a zero-length named axis leaves -1 undefined.
+            pieces.append(_reshape(backend, t, shape[:before] + (_prod(packed),) + shape[len(shape) - after:]))
         return backend.concat(pieces, before), shapes
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, op="pack") from None
 
 
-def unpack(tensor: Tensor, packed_shapes: Sequence[Sequence[int]], pattern: str) -> list[Tensor]:
-    """The inverse of pack: split the '*' axis into tensors of the given shapes."""
+def unpack(tensor: Tensor, packed_shapes: Iterable[Sequence[int]], pattern: str) -> list[Tensor]:
+    """The inverse of pack: split the '*' axis into tensors of the given shapes (one of them may
+    hold a -1, inferred as in einops)."""
     try:
         before, after = _pack_split(pattern, "unpack")
-        backend_for(tensor)
+        backend = backend_for(tensor)
         shape = tuple(tensor.shape)
         if len(shape) != before + after + 1:
             raise RearrError(f"the tensor has {len(shape)} dimensions, the pattern {before + after + 1}",
                              code="RA304", pattern=pattern, col=0, hint="unpack the tensor that pack made")
-        sizes = [_prod(s) for s in packed_shapes]
-        if sum(sizes) != shape[before]:
-            raise RearrError(f"the packed shapes hold {sum(sizes)} elements along '*', the tensor has "
-                             f"{shape[before]}", code="RA303", pattern=pattern, hint="pass pack's shapes")
+        shapes = _packed_shapes(packed_shapes, shape[before], pattern)
         out, start = [], 0
-        for packed, n in zip(packed_shapes, sizes):
-            piece = tensor[(slice(None),) * before + (slice(start, start + n),)]
-            out.append(piece.reshape(shape[:before] + tuple(packed) + shape[before + 1:]))
+        for packed in shapes:
+            n = _prod(packed)
+            piece = tensor[(slice(None),) * before + (slice(start, start + n), ...)]
+            out.append(_reshape(backend, piece, shape[:before] + packed + shape[before + 1:]))
             start += n
         return out
     except RearrError as e:
@@ -331,18 +571,86 @@ def unpack(tensor: Tensor, packed_shapes: Sequence[Sequence[int]], pattern: str)
                              op="unpack") from None
 
 
-def _prod(shape: Sequence[int]) -> int:
+def _packed_shapes(packed_shapes: object, total: int, pattern: str) -> list[tuple[int, ...]]:
+    """unpack's shapes, read once (a generator too), as tuples of ints; one -1 inferred."""
+    fix = "pass the shapes that pack returned: a list of tuples of ints, e.g. [(), (4,)]"
+    if isinstance(packed_shapes, str) or not isinstance(packed_shapes, Iterable):
+        raise RearrError(f"the packed shapes must be a list of shapes, not {type(packed_shapes).__name__}",
+                         code="RA305", pattern=pattern, hint=fix)
+    shapes: list[list[int]] = []
+    unknown: tuple[int, int] | None = None
+    for k, s in enumerate(packed_shapes):
+        if isinstance(s, str) or not isinstance(s, Iterable):
+            raise RearrError(f"packed shape {k} is {s!r}, not a tuple of ints", code="RA305", pattern=pattern,
+                             hint=f"write it as a tuple, e.g. ({s!r},)" if _is_length(s) else fix)
+        shape = list(s)
+        for j, n in enumerate(shape):
+            if not _is_length(n) and not (_is_int(n) and n == -1):
+                raise RearrError(f"packed shape {k} is {tuple(shape)}: {n!r} is not a length (an int >= 0, or "
+                                 "-1 once to infer it)", code="RA305", pattern=pattern, hint=fix)
+            if n == -1:
+                if unknown is not None:
+                    raise RearrError("more than one -1 in the packed shapes: the lengths cannot be inferred",
+                                     code="RA301", pattern=pattern, hint="write out all lengths but one")
+                unknown = (k, j)
+        shapes.append([int(n) for n in shape])
+    known = sum(_prod(s) for s in shapes if -1 not in s)
+    if unknown is not None:
+        k, j = unknown
+        rest = _prod(n for n in shapes[k] if n != -1)
+        left = total - known
+        if left < 0 or rest == 0 or left % rest:
+            raise RearrError(f"packed shape {k} {tuple(shapes[k])}: {left} remaining elements along '*' do not "
+                             f"fill it", code="RA302", pattern=pattern, hint="pass pack's shapes")
+        shapes[k][j] = left // rest
+    elif known != total:
+        raise RearrError(f"the packed shapes hold {known} elements along '*', the tensor has {total}",
+                         code="RA303", pattern=pattern, hint="pass pack's shapes")
+    return [tuple(s) for s in shapes]
+
+
+def _is_int(n: object) -> bool:
+    return isinstance(n, numbers.Integral) and not isinstance(n, bool)
+
+
+def _is_length(n: object) -> bool:
+    return _is_int(n) and int(n) >= 0  # type: ignore[call-overload]
+
+
+def _reshape(backend: Any, t: Any, shape: tuple[int, ...]) -> Any:
+    """Through the backend's reshape step: Array API arrays have no .reshape method."""
+    return backend.STEPS[Reshape](Reshape(tuple(int(n) for n in shape)))(t, None)
+
+
+def _prod(shape: Iterable[int]) -> int:
     out = 1
     for n in shape:
         out *= int(n)
     return out
 
 
-@lru_cache(maxsize=256)
 def _pack_split(pattern: str, op: str) -> tuple[int, int]:
+    if pattern.__class__ is not str:
+        recipe.parse(pattern)  # the RearrError that says a pattern is a str (not a cache's TypeError)
+    return _pack_split_cached(pattern, op)
+
+
+@lru_cache(maxsize=256)
+def _pack_split_cached(pattern: str, op: str) -> tuple[int, int]:
     (dims,) = recipe.analyze(pattern, op).inputs
     star = [d.names for d in dims].index(("*",))
     return star, len(dims) - star - 1
+
+
+def asnumpy(tensor: Any) -> Any:
+    """The tensor as a numpy array (detached and on the CPU for torch), as einops.asnumpy."""
+    backend = backend_for(tensor)
+    try:
+        return backend.to_numpy(tensor)
+    except (TypeError, RuntimeError) as e:  # a dtype numpy lacks (bfloat16, float8), a sparse tensor ...
+        raise RearrError(f"{backend.name} cannot give this {getattr(tensor, 'dtype', '')} tensor to numpy: {e}",
+                         code="RA500", shape=_shape_of(tensor),
+                         hint="convert it first, e.g. asnumpy(x.float())") from None
 
 
 def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
@@ -350,6 +658,8 @@ def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
     try:
         x, _ = _tensor_and_backend(tensor)
         shape = tuple(x.shape)
+        if pattern.__class__ is not str:
+            recipe.parse(pattern)  # the RearrError that says a pattern is a str (not a cache's TypeError)
         (dims,) = recipe.analyze(pattern, "parse_shape").inputs
         r = recipe.analyze(pattern, "parse_shape")
         fake = recipe.Recipe("parse_shape", pattern, None, (dims,), ((),), ())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 # Every user mistake has a stable code, so CI logs and `rearr check` output can
@@ -34,12 +35,15 @@ CODES: dict[str, str] = {
 }
 
 
-class RearrError(ValueError):
+class RearrError(ValueError, RuntimeError):
     """A mistake in a pattern, its lengths or its inputs.
 
     ``message`` says what is wrong, ``col`` (0-based, or None) where in
     ``pattern``, ``hint`` how to fix it, ``shape`` the input shape(s) when the
     failing call had any. ``str(err)`` shows all of them with a caret line.
+
+    It is a ValueError and, like einops' EinopsError, a RuntimeError: code that
+    catches either keeps working.
     """
 
     def __init__(
@@ -61,6 +65,15 @@ class RearrError(ValueError):
         self.shape = shape
         self.op = op
         super().__init__(self._render())
+
+    def __reduce__(self) -> tuple:
+        # The default would call RearrError(rendered_text), which renders it a second time
+        # ("RA100: RA302: ..."): copy, pickle and process pools rebuild it from its fields.
+        return _rebuild, (self.message, self._fields())
+
+    def _fields(self) -> dict[str, object]:
+        return {"code": self.code, "pattern": self.pattern, "col": self.col, "hint": self.hint,
+                "shape": self.shape, "op": self.op}
 
     def with_context(
         self,
@@ -86,7 +99,7 @@ class RearrError(ValueError):
             where = f"{self.op}: " if self.op else ""
             lines.append(f"  {where}{self.pattern!r}" if "\n" in self.pattern else f"  {where}{self.pattern}")
             if self.col is not None and "\n" not in self.pattern:
-                lines.append("  " + " " * (len(where) + _width(self.pattern[: self.col])) + "^")
+                lines.append("  " + " " * len(where) + _caret_pad(self.pattern[: self.col]) + "^")
         if self.shape is not None:
             lines.append(f"  input shape: {_fmt_shape(self.shape)}")
         if self.hint:
@@ -94,9 +107,18 @@ class RearrError(ValueError):
         return "\n".join(lines)
 
 
-def _width(text: str) -> int:
-    # Tabs would shift the caret; count them as one column like the rest.
-    return len(text)
+def _rebuild(message: str, fields: dict) -> RearrError:
+    return RearrError(message, **fields)
+
+
+def _caret_pad(text: str) -> str:
+    """Blanks as wide on screen as ``text``: its tabs kept (they reach the same tab stop on the
+    line above, which has the same prefix), wide East Asian characters as two blanks."""
+    return "".join(
+        "\t" if ch == "\t" else "  " if unicodedata.east_asian_width(ch) in "WF" else ""
+        if unicodedata.combining(ch) else " "
+        for ch in text
+    )
 
 
 def _fmt_shape(shape: object) -> str:

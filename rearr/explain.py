@@ -1,10 +1,14 @@
 """explain(pattern, shape): the plan as the code one would write by hand.
 
-The report is built from the planner's Plan and nothing else: the code lines
-print, call for call, what rearr/backends/torch.py or numpy.py run for each
-step, so that pasting them gives rearr's result (tests/test_explain.py runs
-them). Importing this module imports neither torch nor numpy; numpy is loaded
-only for ``show=True``, which runs the real rearr on an example.
+The report is built from the planner's Plan and nothing else: the shapes and
+strides between the steps are the plan's, and the code lines come from the
+backend's CODE table, whose template for each step sits next to the function
+that runs it (rearr/backends/torch.py, numpy.py), so that pasting them gives
+rearr's result (tests/test_explain.py runs them). This module keeps the prose:
+the axes, why each step is a view or a copy, the index formula. Neither
+importing it nor explaining imports torch or numpy (the backend modules bind
+their framework late); numpy is loaded only for ``show=True``, which runs the
+real rearr on an example.
 """
 
 from __future__ import annotations
@@ -14,12 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import planner, recipe
-from .backends._common import SCATTER_NATIVE
+from . import backends, planner, recipe
+from .backends._code import Names as CodeNames
 from .errors import RearrError
-from .planner import (
+from .plan import (
     AdvancedIndex,
-    Coord,
     Expand,
     GatherAlong,
     Permute,
@@ -33,7 +36,7 @@ from .planner import (
 )
 
 OPS = ("rearrange", "reduce", "repeat", "scatter")
-BACKENDS = ("torch", "numpy")
+BACKENDS = ("torch", "numpy")  # the backends that ship explain templates (any backend with a CODE table works)
 SHOW_LIMIT = 64  # --show prints arrays of at most this many elements
 
 Names = tuple[tuple[str, ...], ...]  # the elementary axes of each dimension
@@ -114,8 +117,7 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
     if op not in OPS:
         raise RearrError(f"explain covers {', '.join(OPS)}, not {op!r}", code="RA100",
                          hint="explain one of those operations")
-    if backend not in BACKENDS:
-        raise RearrError(f"unknown backend {backend!r}", code="RA500", hint=f"one of {', '.join(BACKENDS)}")
+    templates = backends.code_templates(backend)  # the RearrError for an unknown backend, or one without them
     if len(shapes) != 1:
         raise RearrError(f"explain takes one input shape, {len(shapes)} given", code="RA304",
                          hint="pass the input's shape once, e.g. explain('c b h -> b (c h)', (2, 5, 32))")
@@ -130,13 +132,13 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
 
     used = {n for n, _, _ in plan.lengths} | set(r.index_names) | {_show_axis(n) for n, _, _ in plan.lengths}
     x, out = _fresh("x", used), _fresh("out", used)
-    coder = _Code(plan, backend, x, used | {x})
+    coder = _Code(plan, templates, x, used | {x})
     notes = []
     if plan.indices:
         notes.append("rearr first converts each index to int64, checks -n <= i < n and counts negative "
                      "values from the end (check_bounds=False skips this)")
     if callable(reduction):
-        notes.append(f"{coder.reduction}(x, axes) in the code is the callable you passed as reduction")
+        notes.append(f"{coder.names.reduction}(x, axes) in the code is the callable you passed as reduction")
     if op == "scatter":
         notes.append("positions that no index writes hold fill (0 here; scatter's fill= changes it)")
     layout, show_note = _show(plan, r, lengths, reduction) if show else (None, None)
@@ -203,10 +205,6 @@ def _reduction_name(reduction: object) -> str:
     return name if name.isidentifier() else "reduction"
 
 
-def _tup(values: Sequence[int]) -> str:
-    return f"({values[0]},)" if len(values) == 1 else f"({', '.join(map(str, values))})"
-
-
 def _axes(plan: Plan) -> tuple[tuple[str, int, str], ...]:
     """Plan.lengths, input axes first in input order."""
     order = {n: i for i, n in enumerate(n for d in plan.in_dims for n in d)}
@@ -232,27 +230,6 @@ class _State:
     names: Names | None  # None where the plan does not say (between gather and scatter)
 
 
-def _shape_after(step: Step, shape: tuple[int, ...]) -> tuple[int, ...]:
-    if isinstance(step, Reshape | Expand | GatherAlong | ScatterAlong):
-        return step.shape
-    if isinstance(step, Permute):
-        return tuple(shape[p] for p in step.perm)
-    if isinstance(step, Reduce):
-        return tuple(n for i, n in enumerate(shape) if i not in step.axes)
-    if isinstance(step, TakeRows):
-        return (math.prod(step.space), shape[1])
-    if isinstance(step, ScatterRows):
-        return (step.rows, shape[1])
-    assert isinstance(step, AdvancedIndex)
-    return _broadcast([c.shape for c in step.coords]) + shape[len(step.coords):]
-
-
-def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-    ndim = max(len(s) for s in shapes)
-    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
-    return tuple(max(col) if min(col) != 0 else 0 for col in zip(*padded))
-
-
 def _regroup(names: list[str], length: dict[str, int], shape: tuple[int, ...]) -> Names | None:
     """Row-major axes cut into dims of the given sizes (unit axes join the next dim); None if they do not fit."""
     out, i = [], 0
@@ -269,21 +246,10 @@ def _regroup(names: list[str], length: dict[str, int], shape: tuple[int, ...]) -
 
 
 def _states(plan: Plan) -> list[_State]:
-    """The tensor before each step and after the last, as the planner's _Tracker sees it."""
+    """The tensor before each step and after the last: the plan's layouts, with axis names where they are known."""
     length = {n: v for n, v, _ in plan.lengths}
-    shapes, strides = [plan.in_shape], [planner.contiguous_strides(plan.in_shape)]
-    for step in plan.steps:
-        shape = _shape_after(step, shapes[-1])
-        if isinstance(step, Reshape):
-            s = planner.view_strides(shapes[-1], strides[-1], shape) or planner.contiguous_strides(shape)
-        elif isinstance(step, Permute):
-            s = tuple(strides[-1][p] for p in step.perm)
-        elif isinstance(step, Expand):
-            s = tuple(st if n == m else 0 for n, m, st in zip(shapes[-1], shape, strides[-1]))
-        else:
-            s = planner.contiguous_strides(shape)
-        shapes.append(shape)
-        strides.append(s)
+    shapes = [layout.shape for layout in plan.layouts]
+    strides = [layout.strides for layout in plan.layouts]
     # Names forward from the input until a step that makes new axes, and backward from the output.
     names: list[Names | None] = [None] * len(shapes)
     cur: Names | None = plan.in_dims
@@ -293,7 +259,7 @@ def _states(plan: Plan) -> list[_State]:
         if cur is None:
             break
         names[i] = cur
-    cur, eff = plan.out_dims, dict(length)
+    cur, lengths_before = plan.out_dims, dict(length)
     for i in range(len(plan.steps), -1, -1):
         if names[i] is None:
             names[i] = cur
@@ -301,8 +267,8 @@ def _states(plan: Plan) -> list[_State]:
             break
         step = plan.steps[i - 1]
         if isinstance(step, Expand):  # before it, the repeated axes have length 1
-            eff.update({a: 1 for d, n in enumerate(shapes[i - 1]) if n != step.shape[d] for a in cur[d]})
-        cur = _move(cur, step, eff, shapes[i - 1], forward=False)
+            lengths_before.update({a: 1 for d, n in enumerate(shapes[i - 1]) if n != step.shape[d] for a in cur[d]})
+        cur = _move(cur, step, lengths_before, shapes[i - 1], forward=False)
         if cur is None:
             break
     return [_State(sh, st, nm) for sh, st, nm in zip(shapes, strides, names)]
@@ -360,7 +326,7 @@ def _why(step: Step, before: _State, after: _State, length: dict[str, int]) -> s
     if isinstance(step, TakeRows):
         return f"copy: picks {math.prod(step.space)} rows of the {before.shape} view"
     if isinstance(step, GatherAlong):
-        return f"copy: picks along dim {step.dim} at {step.coord.index}"
+        return f"copy: picks along dim {step.dim} at {step.term.index}"
     if isinstance(step, AdvancedIndex):
         return "copy: advanced indexing always copies"
     assert isinstance(step, ScatterRows | ScatterAlong)
@@ -385,199 +351,30 @@ def _not_adjacent(before: _State, groups: Names, length: dict[str, int]) -> str:
 
 
 class _Code:
-    """The plan's steps as backend lines, each the native call(s) that the backend module makes."""
+    """The plan's steps as backend lines: each from the backend's template, with explain's view/copy comment."""
 
-    def __init__(self, plan: Plan, backend: str, x: str, used: set[str]) -> None:
-        self.plan, self.torch, self.x = plan, backend == "torch", x
-        self.index_shapes = {u.name: u.shape for u in plan.indices}
-        self.flat, self.out = _fresh("flat", used), _fresh("out", used)
-        self.counts, self.sums = _fresh("counts", used), _fresh("sums", used)
-        self.reduction = _fresh("reduction", used)
-        # torch's advanced indexing lays its result out like a permuted index, not row-major: the
-        # planner's view/copy marks (which assume row-major) do not hold until the next new tensor.
-        self.torch_layout = False
+    def __init__(self, plan: Plan, templates: dict, x: str, used: set[str]) -> None:
+        self.plan, self.templates = plan, templates
+        self.names = CodeNames(
+            x=x, out=_fresh("out", used), flat=_fresh("flat", used), counts=_fresh("counts", used),
+            sums=_fresh("sums", used), offset=_fresh("offset", used), reduction=_fresh("reduction", used),
+            index_shapes={u.name: u.shape for u in plan.indices},
+        )
 
     def lines(self) -> tuple[str, ...]:
         plan = self.plan
         if not plan.steps:
-            return (f"# nothing to run: the result is {self.x} itself",)
+            return (f"# nothing to run: the result is {self.names.x} itself",)
         length = {n: v for n, v, _ in plan.lengths}
         states = _states(plan)
         rows: list[tuple[str, str]] = []
         for k, step in enumerate(plan.steps):
-            code = getattr(self, type(step).__name__.lower())(step, states[k])
+            code = self.templates[type(step)](step, plan.layouts[k], self.names)
             why = _why(step, states[k], states[k + 1], length)
-            if isinstance(step, Reshape) and self.torch_layout:
-                why = "view or copy: torch's advanced indexing gave the result a permuted index's layout"
-            if not isinstance(step, Reshape | Permute | Expand):
-                self.torch_layout = self.torch and isinstance(step, AdvancedIndex) and any(
-                    c.perm != tuple(range(len(c.perm))) for c in step.coords)
             rows += [(line, "") for line in code[:-1]] + [(code[-1], why)]
         # Comments line up, except after a line too long to wait for.
         width = max((len(c) for c, w in rows if w and len(c) <= 64), default=0)
         return tuple(f"{c:<{width}}  # {w}" if w else c for c, w in rows)
-
-    # plain steps: rearr/backends/*.py call reshape / permute / expand / reductions
-
-    def reshape(self, step: Reshape, state: _State) -> list[str]:
-        x, args = self.x, ", ".join(map(str, step.shape)) or "()"
-        if self.torch and self.torch_layout:
-            return [f"{x} = {x}.reshape({args})"]
-        if self.torch:  # torch's reshape is view() where it can, else contiguous().view()
-            return [f"{x} = {x}.view({args})" if step.view else f"{x} = {x}.contiguous().view({args})"]
-        return [f"{x} = {x}.reshape({args})"]
-
-    def permute(self, step: Permute, state: _State) -> list[str]:
-        x = self.x
-        return [f"{x} = {x}.permute({', '.join(map(str, step.perm))})" if self.torch
-                else f"{x} = np.transpose({x}, {_tup(step.perm)})"]
-
-    def expand(self, step: Expand, state: _State) -> list[str]:
-        x = self.x
-        return [f"{x} = {x}.expand({', '.join(map(str, step.shape))})" if self.torch
-                else f"{x} = np.broadcast_to({x}, {_tup(step.shape)})"]
-
-    def reduce(self, step: Reduce, state: _State) -> list[str]:
-        x, r, axes = self.x, step.reduction, step.axes
-        if callable(r):  # the callable that was passed, bound to this name
-            return [f"{x} = {self.reduction}({x}, {_tup(axes)})"]
-        if not axes and self.torch:  # torch reads dim=() as every dim; the backend reduces nothing by hand
-            if r in ("any", "all"):
-                return [f"{x} = {x} != 0"]
-            if r in ("sum", "prod"):
-                return [f"{x} = {x}.clone() if {x}.is_floating_point() or {x}.is_complex() else {x}.to(torch.int64)"]
-            return [f"{x} = {x}.clone()"]
-        dims = str(axes[0]) if len(axes) == 1 else _tup(axes)
-        if not self.torch:
-            fn = {"max": "amax", "min": "amin"}.get(r, r)
-            return [f"{x} = np.{fn}({x}, axis={dims})"]
-        if r == "prod":  # torch.prod takes one dim at a time
-            return [f"{x} = {x}.prod({a})" for a in sorted(axes, reverse=True)]
-        return [f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"]
-
-    # index arithmetic: one Coord is arange or an index, permuted, viewed with unit axes, times a stride
-
-    def coord(self, c: Coord) -> str:
-        if c.index is None:
-            if not self.torch:
-                expr = f"np.arange({c.length})"
-            elif c.stride != 1:  # torch: the stride goes into arange
-                return _view(f"torch.arange(0, {c.length} * {c.stride}, {c.stride}, device={self.x}.device)",
-                             (c.length,), c.shape, "view")
-            else:
-                expr = f"torch.arange({c.length}, device={self.x}.device)"
-            have = (c.length,)
-        else:
-            expr, have = c.index, self.index_shapes[c.index]
-            if c.perm != tuple(range(len(c.perm))):
-                have = tuple(have[p] for p in c.perm)
-                expr = (f"{expr}.permute({', '.join(map(str, c.perm))})" if self.torch
-                        else f"np.transpose({expr}, {_tup(c.perm)})")
-        expr = _view(expr, have, c.shape, "view" if self.torch and c.index is None else "reshape")
-        return f"{expr} * {c.stride}" if c.stride != 1 else expr
-
-    def flat_rows(self, coords: tuple[Coord, ...], space: tuple[int, ...]) -> tuple[list[str], str]:
-        """The backend's _flat: the coordinates' sum, broadcast to the index space, as one row number each."""
-        total = " + ".join(self.coord(c) for c in coords)
-        if _broadcast([c.shape for c in coords]) != space:
-            total = (f"{_paren(total)}.expand({', '.join(map(str, space))})" if self.torch
-                     else f"np.broadcast_to({total}, {_tup(space)})")
-        if len(space) != 1:
-            total = f"{_paren(total)}.reshape(-1)"
-        if total.replace(".reshape(-1)", "").isidentifier():
-            return [], total
-        return [f"{self.flat} = {total}"], self.flat
-
-    def takerows(self, step: TakeRows, state: _State) -> list[str]:
-        pre, flat = self.flat_rows(step.coords, step.space)
-        x = self.x
-        return pre + [f"{x} = {x}.index_select(0, {flat})" if self.torch else f"{x} = np.take({x}, {flat}, axis=0)"]
-
-    def gatheralong(self, step: GatherAlong, state: _State) -> list[str]:
-        x, idx = self.x, self.coord(step.coord)
-        if self.torch:
-            expanded = idx if step.coord.shape == step.shape else f"{idx}.expand({', '.join(map(str, step.shape))})"
-            return [f"{x} = torch.gather({x}, {step.dim}, {expanded})"]
-        return [f"{x} = np.take_along_axis({x}, np.broadcast_to({idx}, {_tup(step.shape)}), axis={step.dim})"]
-
-    def advancedindex(self, step: AdvancedIndex, state: _State) -> list[str]:
-        return [f"{self.x} = {self.x}[{', '.join(self.coord(c) for c in step.coords)}]"]
-
-    def scatterrows(self, step: ScatterRows, state: _State) -> list[str]:
-        pre, flat = self.flat_rows(step.coords, step.space)
-        return pre + self.combine(step.reduction, flat, step.rows, state.shape)
-
-    def scatteralong(self, step: ScatterAlong, state: _State) -> list[str]:
-        x, idx, r, shape = self.x, self.coord(step.coord), step.reduction, step.shape
-        if self.torch:
-            if step.coord.shape != step.src_shape:
-                idx = f"{_paren(idx)}.expand({', '.join(map(str, step.src_shape))})"
-            if r == "set":
-                return ["# rearr first checks that no two writes meet ('set')",
-                        f"{x} = {x}.new_full({_tup(shape)}, 0).scatter({step.dim}, {idx}, {x})"]
-            if r == "sum":
-                return [f"{x} = {x}.new_zeros({_tup(shape)}).scatter_add_({step.dim}, {idx}, {x})"]
-            return [f"{x} = {x}.new_full({_tup(shape)}, 0).scatter_reduce({step.dim}, {idx}, {x}, "
-                    f'"{SCATTER_NATIVE[r]}", include_self=False)']
-        # numpy has no scatter along an axis: flat positions, then the rows scatter on (size, 1)
-        grids = [idx if d == step.dim else _view(f"np.arange({n})", (n,), _unit_except(len(shape), d, n), "reshape")
-                 for d, n in enumerate(shape)]
-        size = math.prod(shape)
-        rows = self.combine(r, self.flat, size, (size, 1))[:-1]
-        return ([f"{self.flat} = np.ravel_multi_index(np.broadcast_arrays({', '.join(grids)}), {_tup(shape)})"
-                 ".reshape(-1)", f"{x} = {x}.reshape(-1, 1)"] + rows
-                + [f"{x} = {self.out}.reshape({', '.join(map(str, shape))})"])
-
-    def combine(self, r: str, flat: str, rows: int, shape: tuple[int, ...]) -> list[str]:
-        """x (n, width) into rows `flat` of a new (rows, width) tensor: the backends' scatter with fill 0."""
-        x, out, counts, width = self.x, self.out, self.counts, shape[1]
-        if self.torch:
-            new = f"(({rows}, {width}), 0, dtype={x}.dtype, device={x}.device)"
-            if r == "set":
-                return ["# rearr first checks that flat holds no row twice ('set')",
-                        f"{x} = torch.full{new}.index_copy(0, {flat}, {x})"]
-            if r == "sum":
-                return [f"{x} = torch.zeros(({rows}, {width}), dtype={x}.dtype, device={x}.device)"
-                        f".index_add(0, {flat}, {x})"]
-            return [f"{x} = torch.full{new}.scatter_reduce(0, {flat}[:, None].expand({shape[0]}, {width}), {x}, "
-                    f'"{SCATTER_NATIVE[r]}", include_self=False)']
-        full = f"np.full(({rows}, {width}), {{}}, dtype={x}.dtype)"
-        if r == "set":
-            return ["# rearr first checks that flat holds no row twice ('set')",
-                    f"{out} = {full.format(0)}", f"{out}[{flat}] = {x}", f"{x} = {out}"]
-        lines = [] if r == "sum" else [f"{counts} = np.bincount({flat}, minlength={rows})"]
-        if r == "mean":
-            lines += [f"{self.sums} = np.zeros(({rows}, {width}), dtype={x}.dtype)",
-                      f"np.add.at({self.sums}, {flat}, {x})",
-                      f"{out} = {self.sums} / np.maximum({counts}, 1)[:, None].astype({x}.dtype)"]
-        else:
-            start = {"sum": "0", "prod": "1", "max": "-np.inf", "min": "np.inf"}[r]
-            ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[r]
-            note = "  # (integers: the dtype's lowest value)" if r == "max" else (
-                "  # (integers: the dtype's highest value)" if r == "min" else "")
-            lines += [f"{out} = {full.format(start)}{note}", f"np.{ufunc}.at({out}, {flat}, {x})"]
-        if r != "sum":
-            lines.append(f"{out}[{counts} == 0] = 0")
-        return lines + [f"{x} = {out}"]
-
-
-def _unit_except(ndim: int, dim: int, n: int) -> tuple[int, ...]:
-    return tuple(n if k == dim else 1 for k in range(ndim))
-
-
-def _view(expr: str, have: tuple[int, ...], want: tuple[int, ...], method: str) -> str:
-    return expr if have == want else f"{_paren(expr)}.{method}({', '.join(map(str, want))})"
-
-
-def _paren(expr: str) -> str:
-    """expr, in parentheses where an operator outside any bracket would bind looser than a method call."""
-    depth = 0
-    for k, ch in enumerate(expr):
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if depth == 0 and expr[k:k + 3] in (" + ", " * "):
-            return f"({expr})"
-    return expr
 
 
 # --- the formula ---------------------------------------------------------------

@@ -1,155 +1,32 @@
-"""Recipe + shapes + lengths -> Plan: the native calls a careful person would write.
+"""Recipe + shapes + lengths -> Plan (rearr/plan.py): the native calls a careful person would write.
 
-A Plan is a tuple of steps (reshape, permute, reduce, expand, gather, scatter);
-backends turn each step into one or two native calls. The planner never sees
-a tensor: only shapes, so plans are cached on (pattern, shapes, lengths).
+The planner never sees a tensor: only shapes, so plans are cached on
+(pattern, shapes, lengths).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
 
 from .errors import RearrError
+from .plan import (
+    AdvancedIndex,
+    Expand,
+    GatherAlong,
+    IndexTerm,
+    IndexUse,
+    Layout,
+    Permute,
+    Plan,
+    Reduce,
+    Reshape,
+    ScatterAlong,
+    ScatterRows,
+    Step,
+    TakeRows,
+)
 from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value
-
-# --- steps -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reshape:
-    shape: tuple[int, ...]
-    view: bool = True  # False: the backend copies (for a contiguous input)
-
-
-@dataclass(frozen=True)
-class Permute:
-    perm: tuple[int, ...]
-    view: bool = True
-
-
-@dataclass(frozen=True)
-class Reduce:
-    reduction: object  # a name from recipe.REDUCTIONS or a callable f(x, axes)
-    axes: tuple[int, ...]
-    view: bool = False
-
-
-@dataclass(frozen=True)
-class Expand:
-    shape: tuple[int, ...]
-    view: bool = True
-
-
-@dataclass(frozen=True)
-class Coord:
-    """One coordinate of a gather/scatter, broadcast over the index space.
-
-    ``index`` names the index tensor (its axes permuted by ``perm`` and viewed
-    as ``shape``); None means ``arange(length)`` viewed as ``shape``.
-    """
-
-    index: str | None
-    length: int
-    perm: tuple[int, ...]
-    shape: tuple[int, ...]
-    stride: int = 1
-    source: tuple[int, ...] = ()  # the index tensor's own shape
-
-    @property
-    def permuted(self) -> tuple[int, ...]:
-        """The index's shape after ``perm`` (before the view as ``shape``)."""
-        return tuple(self.source[p] for p in self.perm) if self.index is not None else (self.length,)
-
-
-@dataclass(frozen=True)
-class TakeRows:
-    """x is (rows, width); take the rows at sum(coord * stride): index_select / take."""
-
-    coords: tuple[Coord, ...]
-    space: tuple[int, ...]  # the index space's shape
-    view: bool = False
-
-
-@dataclass(frozen=True)
-class GatherAlong:
-    """torch.gather / np.take_along_axis on ``dim`` with the index expanded to ``shape``."""
-
-    dim: int
-    coord: Coord
-    shape: tuple[int, ...]
-    view: bool = False
-
-
-@dataclass(frozen=True)
-class AdvancedIndex:
-    """x[c0, c1, ...] with broadcast coordinates for the leading axes."""
-
-    coords: tuple[Coord, ...]
-    view: bool = False
-
-
-@dataclass(frozen=True)
-class ScatterRows:
-    """out is (rows, width); combine the rows of x (n, width) into rows sum(coord * stride)."""
-
-    reduction: str
-    rows: int
-    coords: tuple[Coord, ...]
-    space: tuple[int, ...]
-    into: tuple = ()  # steps that bring `into` to (rows, width)
-    view: bool = False
-
-
-@dataclass(frozen=True)
-class ScatterAlong:
-    """torch.scatter_reduce on ``dim``: x and the index have the same shape."""
-
-    reduction: str
-    dim: int
-    coord: Coord
-    shape: tuple[int, ...]  # the output's shape (in x's axis order)
-    src_shape: tuple[int, ...] = ()  # x's shape, which the index is expanded to
-    into: tuple = ()
-    view: bool = False
-
-
-Step = Reshape | Permute | Reduce | Expand | TakeRows | GatherAlong | AdvancedIndex | ScatterRows | ScatterAlong
-
-
-@dataclass(frozen=True)
-class IndexUse:
-    """An index tensor: the axis it indexes (with its length) and its shape."""
-
-    name: str
-    axis: str
-    length: int
-    axes: tuple[str, ...]
-    shape: tuple[int, ...]
-    col: int
-
-
-@dataclass(frozen=True)
-class Plan:
-    op: str
-    text: str
-    in_shape: tuple[int, ...]
-    out_shape: tuple[int, ...]
-    steps: tuple[Step, ...]
-    in_dims: tuple[tuple[str, ...], ...]  # elementary axes of each input dim
-    out_dims: tuple[tuple[str, ...], ...]
-    lengths: tuple[tuple[str, int, str], ...]  # (axis, length, where it came from)
-    indices: tuple[IndexUse, ...] = ()
-    gathers: tuple[IndexSpec, ...] = ()
-    scatters: tuple[IndexSpec, ...] = ()
-    reduction: object = None
-    into_shape: tuple[int, ...] | None = None
-
-    @property
-    def is_view(self) -> bool:
-        """Whether the result shares memory with a contiguous input."""
-        return all(step.view for step in self.steps)
-
 
 # --- shape arithmetic --------------------------------------------------------
 
@@ -197,46 +74,49 @@ def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[in
 
 
 class _Tracker:
-    """Follows shape and strides through the steps, to mark each view or copy."""
+    """Follows shape and strides through the steps, to mark each view or copy.
+
+    ``layouts`` holds the tensor before each step and after the last: the Plan
+    records them, and explain reads them.
+    """
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = tuple(shape)
         self.strides = contiguous_strides(self.shape)
         self.steps: list[Step] = []
+        self.layouts: list[Layout] = [Layout(self.shape, self.strides)]
+
+    def _add(self, step: Step, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        self.steps.append(step)
+        self.shape, self.strides = shape, strides
+        self.layouts.append(Layout(shape, strides))
 
     def reshape(self, shape: tuple[int, ...]) -> None:
         shape = tuple(shape)
         if self.steps and isinstance(self.steps[-1], Reshape):  # two reshapes in a row are one
             self.steps.pop()
-            self.shape, self.strides = self._before_reshape
+            self.layouts.pop()
+            self.shape, self.strides = self.layouts[-1].shape, self.layouts[-1].strides
         if shape == self.shape:
             return
         strides = view_strides(self.shape, self.strides, shape)
-        self._before_reshape = (self.shape, self.strides)
-        self.steps.append(Reshape(shape, strides is not None))
-        self.shape, self.strides = shape, strides or contiguous_strides(shape)
+        self._add(Reshape(shape, strides is not None), shape, strides or contiguous_strides(shape))
 
     def permute(self, perm: tuple[int, ...]) -> None:
         perm = tuple(perm)
         if perm == tuple(range(len(perm))):
             return
-        self.steps.append(Permute(perm))
-        self.shape = tuple(self.shape[p] for p in perm)
-        self.strides = tuple(self.strides[p] for p in perm)
+        self._add(Permute(perm), tuple(self.shape[p] for p in perm), tuple(self.strides[p] for p in perm))
 
     def fresh(self, step: Step, shape: tuple[int, ...]) -> None:
         """A step that makes a new (contiguous) tensor."""
-        self.steps.append(step)
-        self.shape = tuple(shape)
-        self.strides = contiguous_strides(self.shape)
+        self._add(step, tuple(shape), contiguous_strides(tuple(shape)))
 
     def expand(self, shape: tuple[int, ...]) -> None:
         shape = tuple(shape)
         if shape == self.shape:
             return
-        self.steps.append(Expand(shape))
-        self.strides = tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides))
-        self.shape = shape
+        self._add(Expand(shape), shape, tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides)))
 
 
 # --- lengths -----------------------------------------------------------------
@@ -268,20 +148,20 @@ def _expand_ellipsis(recipe: Recipe, dims: tuple[Dim, ...], ndim: int) -> tuple[
     return tuple(out), names
 
 
-def _expand_names(names: tuple[str, ...], ell: tuple[str, ...]) -> tuple[str, ...]:
+def _expand_names(names: tuple[str, ...], ellipsis_axes: tuple[str, ...]) -> tuple[str, ...]:
     out: list[str] = []
     for n in names:
-        out.extend(ell if n == ELLIPSIS else (n,))
+        out.extend(ellipsis_axes if n == ELLIPSIS else (n,))
     return tuple(out)
 
 
-def _expand_out(dims: tuple[Dim, ...], ell: tuple[str, ...]) -> tuple[Dim, ...]:
+def _expand_out(dims: tuple[Dim, ...], ellipsis_axes: tuple[str, ...]) -> tuple[Dim, ...]:
     out: list[Dim] = []
     for d in dims:
         if d.names == (ELLIPSIS,) and not d.group:
-            out.extend(Dim((n,), d.col) for n in ell)
+            out.extend(Dim((n,), d.col) for n in ellipsis_axes)
         else:
-            out.append(Dim(_expand_names(d.names, ell), d.col))
+            out.append(Dim(_expand_names(d.names, ellipsis_axes), d.col))
     return tuple(out)
 
 
@@ -341,8 +221,8 @@ def _show(name: str) -> str:
 def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...]):
     """Expanded input/output dims and every axis length."""
     (ins,), (outs,) = recipe.inputs, recipe.outputs
-    ins, ell = _expand_ellipsis(recipe, ins, len(shape))
-    outs = _expand_out(outs, ell)
+    ins, ellipsis_axes = _expand_ellipsis(recipe, ins, len(shape))
+    outs = _expand_out(outs, ellipsis_axes)
     lens = _Lengths(recipe)
     for name, value in recipe.anon:
         lens.set(name, value, "anonymous axis", recipe.col(name))
@@ -352,11 +232,11 @@ def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, o
             lens.set(name, check_length_value(recipe, name, value), "keyword", recipe.col(name))
     for k, (dim, size) in enumerate(zip(ins, shape)):
         lens.solve(dim, size, f"input dimension {k}")
-    return ins, outs, ell, lens
+    return ins, outs, ellipsis_axes, lens
 
 
-def _specs(specs: tuple[IndexSpec, ...], ell: tuple[str, ...]) -> tuple[IndexSpec, ...]:
-    return tuple(IndexSpec(s.name, s.axis, _expand_names(s.axes, ell), s.col, s.declared) for s in specs)
+def _specs(specs: tuple[IndexSpec, ...], ellipsis_axes: tuple[str, ...]) -> tuple[IndexSpec, ...]:
+    return tuple(IndexSpec(s.name, s.axis, _expand_names(s.axes, ellipsis_axes), s.col, s.declared) for s in specs)
 
 
 # --- planning ----------------------------------------------------------------
@@ -370,9 +250,12 @@ def plan(
     into_shape: tuple[int, ...] | None = None,
 ) -> Plan:
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
+    if any(n != n for n in shape):  # NaN: a dask array whose chunk sizes are not known yet
+        raise _err(recipe, "RA304", f"the input's shape {tuple(shape)} has unknown lengths", None,
+                   "compute them first: x = x.compute_chunk_sizes() (dask)")
     shape = tuple(int(n) for n in shape)
-    ins, outs, ell, lens = _resolve(recipe, shape, lengths)
-    gathers, scatters = _specs(recipe.gathers, ell), _specs(recipe.scatters, ell)
+    ins, outs, ellipsis_axes, lens = _resolve(recipe, shape, lengths)
+    gathers, scatters = _specs(recipe.gathers, ellipsis_axes), _specs(recipe.scatters, ellipsis_axes)
     if into_shape is not None:
         _into_lengths(recipe, outs, into_shape, lens)
     indices = _index_lengths(recipe, gathers + scatters, dict(index_shapes), lens)
@@ -395,7 +278,7 @@ def plan(
         recipe.op, recipe.text, shape, out_shape, tuple(track.steps),
         tuple(d.names for d in ins), tuple(d.names for d in outs),
         tuple((n, lens.value[n], lens.source[n]) for n in lens.value),
-        indices, gathers, scatters, recipe.reduction, into_shape,
+        indices, gathers, scatters, recipe.reduction, into_shape, tuple(track.layouts),
     )
 
 
@@ -489,7 +372,8 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
             raise _err(recipe, "RA304",
                        f"index {spec.name!r} has {len(shape)} dimensions, "
                        f"the pattern gives it {len(spec.axes)}: {axes}",
-                       spec.col, _index_hint(recipe, spec, shape, guess=_guess_axes(spec.axes, shape, lens.value)))
+                       spec.col, _index_hint(recipe, spec, shape, guess=_guess_axes(spec.axes, shape, lens.value),
+                                             known=lens.value))
         for axis, n in zip(spec.axes, shape):
             if axis in lens.value and lens.value[axis] != n:
                 raise _err(recipe, "RA303",
@@ -527,12 +411,41 @@ def _index_hint(
         keep = [a for a, m in zip(spec.axes, shape) if not (m == 1 and known.get(a, 1) != 1)]
         return (f"an index is never broadcast silently; to share one index across {_show(axis or '')}, "
                 f"declare the axes it has, {_with_axes(recipe, spec, keep)!r}, and drop its length-1 axes")
+    if n is not None and known and n > known.get(axis or "", n):  # longer than the tensor: cut the index
+        m = known[axis or ""]
+        cut = "[" + ", ".join([":"] * spec.axes.index(axis) + [f":{m}"]) + "]"
+        return (f"the index is longer than the tensor along {_show(axis or '')}; to use its first {m}, "
+                f"pass {spec.name}={spec.name}{cut}")
     if n is not None:  # torch.gather would silently use the first rows only
         return (f"an index is never truncated silently; to index only the first {n} along {_show(axis or '')}, "
                 f"as torch.gather would, slice the tensor first, e.g. x{_slice(recipe, axis or '', n)}")
-    if guess:
+    if guess is not None:  # [] for a 0-d index: '[i:]', one value shared by every position
         return f"declare the axes the index has, after ':': {_with_axes(recipe, spec, guess)!r}"
+    fresh = _with_new_axes(recipe, spec, shape, known or {})
+    if fresh is not None:
+        return f"declare the axes the index has, after ':', the new ones on the output too: {fresh!r}"
+    want = tuple((known or {}).get(a) for a in spec.axes)
+    if None not in want:
+        return f"pass an index of shape {want} (axes {' '.join(spec.axes)})"
     return f"declare the axes the index has after ':', e.g. '[{spec.name}: b k]', to match its shape {tuple(shape)}"
+
+
+def _with_new_axes(recipe: Recipe, spec: IndexSpec, shape, known: dict[str, int]) -> str | None:
+    """For a gather whose index has more axes than the output: the pattern with each index axis
+    named (the output's where lengths match, in order, new ones otherwise) and the new ones output."""
+    if spec.name not in {s.name for s in recipe.gathers} or any(a.startswith(ELLIPSIS) for a in spec.axes):
+        return None
+    taken = {n for dims in recipe.inputs + recipe.outputs for d in dims for n in d.names} | set(known)
+    rest, axes, new = list(spec.axes), [], []
+    for n in shape:
+        if rest and known.get(rest[0], n) == n:  # an axis only the index gives takes its length
+            axes.append(rest.pop(0))
+            continue
+        name = next(f"k{j}" if j else "k" for j in range(len(taken) + 2) if (f"k{j}" if j else "k") not in taken)
+        taken.add(name)
+        axes.append(name)
+        new.append(name)
+    return f"{_with_axes(recipe, spec, axes)} {' '.join(new)}"
 
 
 def _slice(recipe: Recipe, axis: str, n: int) -> str:
@@ -550,7 +463,17 @@ def _with_axes(recipe: Recipe, spec: IndexSpec, axes: list[str]) -> str:
     end = text.find("]", spec.col)
     if any(a.startswith(ELLIPSIS) for a in axes) or end < 0:
         return text
-    return f"{text[:spec.col]}{spec.name}: {' '.join(axes)}{text[end:]}"
+    out = f"{text[:spec.col]}{spec.name}:{''.join(' ' + a for a in axes)}{text[end:]}"
+    if spec.name in {s.name for s in recipe.gathers} and "->" in out:
+        # An output axis that only the index gave a length is gone with the index's axis: drop it too.
+        given = {n for d in recipe.inputs[0] for n in d.names}
+        left, right = out.split("->", 1)
+        for a in spec.axes:
+            if a not in axes and a not in given:
+                right = re.sub(rf"(?<!\w){re.escape(a)}(?!\w)", "", right)
+        right = " ".join(right.split()).replace("( ", "(").replace(" )", ")")
+        out = f"{left}-> {right}" if right else f"{left}->"
+    return out
 
 
 def _into_lengths(recipe: Recipe, outs: tuple[Dim, ...], into_shape: tuple[int, ...], lens: _Lengths) -> None:
@@ -574,21 +497,21 @@ def _plan_indexing(recipe, track, in_axes, out_axes, gathers, scatters, lens, in
         track.permute(tuple(axes.index(n) for n in out_axes))
 
 
-def _coords(space: list[str], lead: list[str], specs, size, with_strides: bool) -> tuple[Coord, ...]:
+def _terms(space: list[str], lead: list[str], specs, size, with_strides: bool) -> tuple[IndexTerm, ...]:
     """A coordinate per leading axis, over the index space, with row-major strides."""
     by_axis = {s.axis: s for s in specs}
-    coords = []
+    terms = []
     for i, axis in enumerate(lead):
         stride = math.prod(size(a) for a in lead[i + 1:]) if with_strides else 1
         spec = by_axis.get(axis)
         if spec is not None:
             order = sorted(range(len(spec.axes)), key=lambda j: space.index(spec.axes[j]))
             shape = tuple(size(a) if a in spec.axes else 1 for a in space)
-            coords.append(Coord(spec.name, size(axis), tuple(order), shape, stride, _source(spec, size)))
+            terms.append(IndexTerm(spec.name, size(axis), tuple(order), shape, stride, _source(spec, size)))
         else:
             shape = tuple(size(a) if a == axis else 1 for a in space)
-            coords.append(Coord(None, size(axis), (), shape, stride))
-    return tuple(coords)
+            terms.append(IndexTerm(None, size(axis), (), shape, stride))
+    return tuple(terms)
 
 
 # Row moves (index_select / index_add on a (rows, width) view) win on large
@@ -619,23 +542,23 @@ def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> lis
         order = sorted(range(len(spec.axes)), key=lambda j: target.index(spec.axes[j]))
         ishape = tuple(size(a) if a in spec.axes else 1 for a in target)
         shape = tuple(size(a) if a != spec.axis else (size(new[0]) if new else 1) for a in target)
-        coord = Coord(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
-        track.fresh(GatherAlong(dim, coord, shape), shape)
+        term = IndexTerm(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
+        track.fresh(GatherAlong(dim, term, shape), shape)
         if not new:  # the index added no axis: drop the unit axis left where spec.axis was
             target.remove(spec.axis)
             track.reshape(tuple(size(a) for a in target))
         return target
     if rows_ok:  # whole rows move: index_select on a (rows, width) view
         track.reshape((math.prod(size(a) for a in lead), math.prod(size(a) for a in free)))
-        coords = _coords(space, lead, specs, size, True)
+        terms = _terms(space, lead, specs, size, True)
         space_shape = tuple(size(a) for a in space)
-        track.fresh(TakeRows(coords, space_shape), (math.prod(space_shape), track.shape[1]))
+        track.fresh(TakeRows(terms, space_shape), (math.prod(space_shape), track.shape[1]))
         track.reshape(space_shape + tuple(size(a) for a in free))
         return space + free
     track.permute(tuple(axes.index(a) for a in lead + free))
-    coords = _coords(space, lead, specs, size, False)
+    terms = _terms(space, lead, specs, size, False)
     shape = tuple(size(a) for a in space + free)
-    track.fresh(AdvancedIndex(coords), shape)
+    track.fresh(AdvancedIndex(terms), shape)
     return space + free
 
 
@@ -662,18 +585,18 @@ def _plan_scatter(recipe, track, axes, out_axes, specs, size, into_shape) -> Non
         shape = tuple(size(a) for a in out_axes)
         into = _into_steps(into_shape, out_axes, out_axes, shape, size) if into_shape is not None else ()
         ishape = tuple(size(a) if a in spec.axes else 1 for a in src_order)
-        coord = Coord(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
+        term = IndexTerm(spec.name, size(spec.axis), tuple(order), ishape, 1, _source(spec, size))
         src_shape = tuple(size(a) for a in src_order)
-        track.fresh(ScatterAlong(reduction, out_axes.index(spec.axis), coord, shape, src_shape, into), shape)
+        track.fresh(ScatterAlong(reduction, out_axes.index(spec.axis), term, shape, src_shape, into), shape)
         return
     # Rows: the middle tensor as (index space, free) rows, combined into (lead, free) rows.
     track.permute(tuple(axes.index(a) for a in space + free))
     width = math.prod(size(a) for a in free)
     track.reshape((math.prod(size(a) for a in space), width))
-    coords = _coords(space, lead, specs, size, True)
+    terms = _terms(space, lead, specs, size, True)
     rows = math.prod(size(a) for a in lead)
     into = _into_steps(into_shape, out_axes, lead + free, (rows, width), size) if into_shape is not None else ()
-    track.fresh(ScatterRows(reduction, rows, coords, tuple(size(a) for a in space), into), (rows, width))
+    track.fresh(ScatterRows(reduction, rows, terms, tuple(size(a) for a in space), into), (rows, width))
     track.reshape(tuple(size(a) for a in lead + free))
     order = lead + free
     track.permute(tuple(order.index(a) for a in out_axes))

@@ -7,6 +7,7 @@ reports): `validate` returns the RearrError instead of raising it.
 from __future__ import annotations
 
 import numbers
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -129,12 +130,26 @@ def validate(
 
 
 def check_length_value(recipe: Recipe, name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= INT64_MAX:
+    """The int a length keyword stands for (the cache key is always that int), or RA305."""
+    number = value if isinstance(value, numbers.Integral) else _zero_d_integer(value)
+    if isinstance(value, bool) or number is None or not 0 <= int(number) <= INT64_MAX:
         raise _err(
             recipe.text, "RA305", f"length {name}={value!r} is not a non-negative integer",
             recipe.col(name), f"pass an int, e.g. {name}=4",
         )
-    return int(value)
+    return int(number)
+
+
+def _zero_d_integer(value: object) -> int | None:
+    """A 0-d integer array or tensor as einops accepts it (np.array(2), torch.tensor(2), and
+    x.shape[0] under torch.jit.trace), else None. Bools and floats are not lengths."""
+    dtype = getattr(value, "dtype", None)
+    if getattr(value, "shape", None) != () or dtype is None or "bool" in str(dtype):
+        return None
+    try:
+        return operator.index(value)  # integer dtypes only: 2.0 is refused here, as a float is
+    except TypeError:
+        return None
 
 
 # --- the parts of analyze ----------------------------------------------------
@@ -255,7 +270,8 @@ def _check_duplicates(text: str, operand: ir.Operand) -> None:
             seen.add(node.name)
 
 
-def _flat(dims: tuple[Dim, ...]) -> list[str]:
+def _axis_names(dims: tuple[Dim, ...]) -> list[str]:
+    """The elementary axis names of a side, in order (groups opened)."""
     return [n for d in dims for n in d.names]
 
 
@@ -274,9 +290,9 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         raise _err(text, "RA204", "scatter needs an index bracket on the output side", right.col,
                    "write the axis that is written to with its index, e.g. 'b k -> b n[idx]'")
     gathered, scattered = {g.axis for g in gathers}, {s.axis for s in scatters}
-    in_axes = [n for n in _flat(ins) if n not in gathered]
-    out_axes = [n for n in _flat(outs) if n not in scattered]
-    in_has_ell, out_has_ell = ELLIPSIS in in_axes, ELLIPSIS in _flat(outs)
+    in_axes = [n for n in _axis_names(ins) if n not in gathered]
+    out_axes = [n for n in _axis_names(outs) if n not in scattered]
+    in_has_ell, out_has_ell = ELLIPSIS in in_axes, ELLIPSIS in _axis_names(outs)
     if out_has_ell and not in_has_ell:
         raise _err(text, "RA202", "'...' on the output side but not on the input side", cols[ELLIPSIS],
                    "add '...' to the input side too")
@@ -295,7 +311,7 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     middle = in_axes + [a for a in dict.fromkeys(introduced)]  # the gathered tensor's axes
     scatters = tuple(_resolve_index(text, s, middle, "input", cols) for s in scatters)
     index_names = [s.name for s in gathers + scatters]
-    _check_index_names(text, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
+    _check_index_names(text, op, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
     for s in scatters:
         if s.axis in middle:
             raise _err(text, "RA204", f"axis {s.axis!r} is written by index {s.name!r} but also read from the input",
@@ -328,11 +344,17 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         lost = [a for a in only_in if a not in scattered_axes]
         _one_side(text, lost, cols, "input", "scatter",
                   "add it to the output, or to the index's axes so that it is combined by the reduction")
-    known = set(_flat(ins)) | set(_flat(outs)) | {a for s in gathers + scatters for a in s.axes}
+    known = set(_axis_names(ins)) | set(_axis_names(outs)) | {a for s in gathers + scatters for a in s.axes}
     for name in length_names:
         if name in index_names:
             continue
         if name not in known:
+            missing = [s for s in gathers + scatters if s.name not in length_names]
+            if missing:  # most likely a misspelt index: name it, where it is
+                wanted = " or ".join(f"{s.name}=" for s in missing)
+                raise _err(text, "RA300", f"keyword {name}= names no axis or index of the pattern, and index "
+                           f"{missing[0].name!r} was not passed", missing[0].col,
+                           f"if {name}= is the index, rename it to {wanted}")
             raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
                        f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
     del both_sides
@@ -391,9 +413,16 @@ def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols
     return spec
 
 
-def _check_index_names(text: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
+# The keyword parameters of the functions that take indices: an index of one of these names could not be passed.
+CALL_KEYWORDS = {"rearrange": ("check_bounds",), "scatter": ("fill", "into", "check_bounds")}
+
+
+def _check_index_names(text: str, op: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
     seen: set[str] = set()
     for s in specs:
+        if s.name in CALL_KEYWORDS.get(op, ()):
+            raise _err(text, "RA204", f"index {s.name!r} has the name of {op}'s own keyword {s.name}=", s.col,
+                       f"rename the index, e.g. [{s.name}_idx], and pass it as {s.name}_idx=")
         if s.name in seen:
             raise _err(text, "RA204", f"index {s.name!r} is used twice", s.col,
                        "give each indexed axis its own index keyword")
@@ -419,6 +448,9 @@ def _check_reduction(text: str, op: str, reduction: Reduction) -> None:
 
 
 def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
+    """Operands of names, '...', groups '(h w)' and unit axes ('1', '()'); groups are lowered by the
+    api to reshapes around the backend's einsum, so each group needs its lengths (keywords or other
+    operands)."""
     text = pattern.text
     cols: dict[str, int] = {}
     if len(pattern.outputs or ()) != 1:  # checked before unpacking: 'i j -> i, j' is a RearrError too
@@ -426,33 +458,34 @@ def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe
                    "write one operand after '->'")
     (right,) = pattern.outputs  # type: ignore[misc]
     sides = []
-    for operand in pattern.inputs + (right,):
-        dims = []
-        ellipses = 0
+    for k, operand in enumerate(pattern.inputs + (right,)):
         for dim in operand.dims:
-            if isinstance(dim, ir.Group) or isinstance(dim, ir.Anon):
-                raise _err(text, "RA203", "einsum takes axis names and '...' only (no groups, no integers)", dim.col,
-                           "rearrange before or after the einsum")
-            if isinstance(dim, ir.Ellipsis):
-                ellipses += 1
-                if ellipses > 1:
-                    raise _err(text, "RA202", "'...' appears twice in one operand", dim.col, "use it once an operand")
-                dims.append(Dim((ELLIPSIS,), dim.col))
-            else:
-                assert isinstance(dim, ir.Axis)
-                dims.append(Dim((dim.name,), dim.col))
-                cols.setdefault(dim.name, dim.col)
-        sides.append(tuple(dims))
+            for item in dim.items if isinstance(dim, ir.Group) else (dim,):
+                if isinstance(item, ir.Ellipsis) and isinstance(dim, ir.Group):
+                    raise _err(text, "RA202", "'...' cannot be inside a group in einsum", item.col,
+                               "write '...' as its own dimension; rearrange before or after the einsum")
+                if isinstance(item, ir.Anon) and item.value != 1:
+                    raise _err(text, "RA203", f"an anonymous axis ({item.value}) is not allowed in einsum",
+                               item.col, f"name it and pass its length, e.g. 'a{item.value}' with "
+                               f"a{item.value}={item.value}")
+        side = "output" if k == len(pattern.inputs) else "input"
+        try:
+            sides.append(_operand_dims(text, operand, side, "einsum", {}, cols))
+        except RearrError as e:  # '...' twice in one operand
+            raise _err(text, e.code, "'...' appears twice in one operand", e.col, "use it once an operand") from None
     _check_duplicates(text, right)
-    ins = [n for dims in sides[:-1] for n in _flat(dims)]
+    ins = {n for dims in sides[:-1] for n in _axis_names(dims)}
     for dim in sides[-1]:
-        if dim.names[0] not in ins:
-            what = "'...'" if dim.names[0] == ELLIPSIS else f"axis {dim.names[0]!r}"
-            raise _err(text, "RA200", f"{what} appears only on the output side of einsum", dim.col,
-                       "every output axis must be in some input")
-    if length_names:
-        raise _err(text, "RA300", f"einsum takes no length keywords ({', '.join(length_names)}=)", None,
-                   "remove them")
+        for name in dim.names:
+            if name not in ins:
+                what = "'...'" if name == ELLIPSIS else f"axis {name!r}"
+                raise _err(text, "RA200", f"{what} appears only on the output side of einsum", cols.get(name, dim.col),
+                           "every output axis must be in some input")
+    known = ins | set(_axis_names(sides[-1]))
+    for name in length_names:
+        if name not in known or name == ELLIPSIS:
+            raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
+                       f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
     return Recipe("einsum", text, None, tuple(sides[:-1]), (sides[-1],), (), cols=tuple(cols.items()))
 
 

@@ -21,17 +21,11 @@ from hypothesis import strategies as st
 from strategies import gather_cases, scatter_cases, transform_cases
 
 import rearr
-from rearr import RearrError, explain
-from rearr.planner import (
-    AdvancedIndex,
-    Expand,
-    GatherAlong,
-    Permute,
-    Reduce,
-    Reshape,
+from rearr import RearrError, backends, explain
+from rearr.explain import BACKENDS
+from rearr.plan import (
+    STEP_KINDS,
     ScatterAlong,
-    ScatterRows,
-    TakeRows,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,6 +79,11 @@ CASES = [
     ("scatter", "v[src: e] c -> v[dst: e] c", (5, 3), "mean", {"src": ((7,), 5), "dst": ((7,), 5)}),
     ("scatter", "b k c -> b n[idx: b k] c", (2, 4, 4096), "sum", {"n": 6, "idx": ((2, 4), 6)}),
     ("scatter", "b k c -> b n[idx: b k] c", (2, 4, 4096), "max", {"n": 6, "idx": ((2, 4), 6)}),
+    # scatter along a leading axis (numpy: the index times a stride, plus the offsets of the other axes)
+    ("scatter", "k b -> n[idx] b", (4, 3), "sum", {"n": 6, "idx": ((4, 3), 6)}),
+    ("scatter", "k b c -> b n[idx] c", (4, 2, 3), "min", {"n": 5, "idx": ((4, 2, 3), 5)}),
+    ("scatter", "k -> n[idx]", (4,), "max", {"n": 6, "idx": ((4,), 6)}),
+    ("scatter", "k -> n[idx]", (4,), "set", {"n": 6, "idx": ((4,), 6)}),
 ]
 
 
@@ -190,15 +189,37 @@ def _shares_memory(a, b) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-def test_the_table_covers_every_step_kind():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_table_executes_every_step_kind_on_every_backend(backend):
+    """test_printed_code_gives_rearrs_result runs CASES on each backend: together they hold every step kind."""
     seen = set()
     for case in CASES:
         op, pattern, shape, reduction, _ = case
         _, lengths, indices = _inputs(case)
-        e = explain(pattern, shape, op=op, reduction=reduction, **lengths, **{k: v.shape for k, v in indices.items()})
+        e = explain(pattern, shape, op=op, reduction=reduction, backend=backend, **lengths,
+                    **{k: v.shape for k, v in indices.items()})
         seen |= {type(s) for s in e.plan.steps}
-    kinds = {Reshape, Permute, Reduce, Expand, TakeRows, GatherAlong, AdvancedIndex, ScatterRows, ScatterAlong}
-    assert kinds <= seen, f"no case lowers to {kinds - seen}"
+    missing = set(STEP_KINDS) - seen
+    assert not missing, f"no case lowers to {', '.join(k.__name__ for k in missing)}"
+    assert set(backends.code_templates(backend)) == set(STEP_KINDS)
+
+
+def test_numpy_scatter_along_an_axis_prints_the_precomputed_offsets():
+    """The backend adds the index to offsets computed once per plan (no np.ravel_multi_index)."""
+    e = explain("k b c -> b n[idx] c", (4, 2, 3), op="scatter", reduction="sum", backend="numpy", n=5,
+                idx=(4, 2, 3))
+    assert any(isinstance(s, ScatterAlong) for s in e.plan.steps)
+    code = "\n".join(e.code)
+    assert "ravel_multi_index" not in code
+    assert "offset = np.arange(2).reshape(2, 1, 1) * 15 + np.arange(3).reshape(1, 1, 3)" in code
+    assert "flat = np.broadcast_to(offset + np.transpose(idx, (1, 0, 2)) * 3, (2, 4, 3)).reshape(-1)" in code
+
+
+def test_explain_reads_the_shapes_and_strides_the_planner_recorded():
+    e = explain("c b h -> b (c h)", (2, 5, 32))
+    assert [(lay.shape, lay.strides) for lay in e.plan.layouts] == [
+        ((2, 5, 32), (160, 32, 1)), ((5, 2, 32), (32, 160, 1)), ((5, 64), (64, 1))]
+    assert len(e.plan.layouts) == len(e.plan.steps) + 1
 
 
 def test_index_shapes_are_derived_from_known_lengths():
@@ -268,7 +289,7 @@ def test_merging_permuted_axes_is_one_copy():
     assert e.code[-1].endswith("# copy: axes c, h are not adjacent in memory")
     assert sum("# copy" in line for line in e.code) == 1
     numpy = explain("c b h -> b (c h)", (2, 5, 32), backend="numpy")
-    assert [line.split("  #")[0].strip() for line in numpy.code] == ["x = np.transpose(x, (1, 0, 2))",
+    assert [line.split("  #")[0].strip() for line in numpy.code] == ["x = x.transpose((1, 0, 2))",
                                                                      "x = x.reshape(5, 64)"]
 
 
@@ -344,7 +365,9 @@ def test_the_report_holds_the_parts():
 
 
 def test_explain_imports_neither_torch_nor_numpy():
+    """The backends' templates are read without their framework (torch is an optional extra)."""
     code = ("import sys, rearr; print(rearr.explain('c b h -> b (c h)', (2, 5, 32))); "
+            "print(rearr.explain('b k -> b n[idx]', (2, 4), op='scatter', reduction='max', backend='numpy', n=6)); "
             "assert 'torch' not in sys.modules and 'numpy' not in sys.modules")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT})

@@ -9,6 +9,7 @@ index tensors of the wrong dtype.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -641,3 +642,362 @@ def test_tensors_that_require_grad():
     np.testing.assert_array_equal(g.numpy(), [[0, 0, 2], [1, 1, 0]])
     (g,) = torch.autograd.grad(rearr.scatter(x, "b k -> n[i: k] b", "sum", i=torch.tensor([1, 0, 1]), n=2).sum(), x)
     np.testing.assert_array_equal(g.numpy(), np.ones((2, 3)))
+
+
+# --- issue 11: silent wrong results and foreign exceptions found from the outside ---------------
+
+
+def _idx(backend: str, values, dtype: str):
+    if backend == "numpy":
+        return np.array(values, dtype=dtype)
+    return torch.tensor(values, dtype=getattr(torch, dtype))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("check_bounds", [True, False])
+@pytest.mark.parametrize("values, bad, at", [([2**64 - 1], 2**64 - 1, (0,)), ([1, 2**63], 2**63, (1,)),
+                                             ([2**63 + 3, 0], 2**63 + 3, (0,))])
+def test_uint64_index_values_beyond_int64_are_ra501_not_wrapped(backend, check_bounds, values, bad, at):
+    # astype(intp) / .long() turned 2**64-1 into -1: the last element, read silently.
+    x = np.arange(5.0) if backend == "numpy" else torch.arange(5.0)
+    i = _idx(backend, values, "uint64")
+    e = raises_rearr(lambda: rearr.rearrange(x, "n[i] -> k", i=i, check_bounds=check_bounds), "RA501")
+    assert f"holds {bad} at position {at}" in e.message, e.message
+    src = np.ones(len(values)) if backend == "numpy" else torch.ones(len(values))
+    e = raises_rearr(lambda: rearr.scatter(src, "k -> n[i]", "sum", i=i, n=5, check_bounds=check_bounds), "RA501")
+    assert str(bad) in e.message
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
+def test_unsigned_indices_gather_and_check_bounds(backend, dtype):
+    x = np.arange(5.0) * 10 if backend == "numpy" else torch.arange(5.0, dtype=torch.float64) * 10
+    out = rearr.rearrange(x, "n[i] -> k", i=_idx(backend, [4, 0, 2], dtype))
+    np.testing.assert_array_equal(to_numpy(out), [40.0, 0.0, 20.0])
+    e = raises_rearr(lambda: rearr.rearrange(x, "n[i] -> k", i=_idx(backend, [1, 5], dtype)), "RA501")
+    assert "holds 5 at position (1,)" in e.message
+
+
+MASKED = np.ma.array([1.0, 2.0, 3.0, 4.0], mask=[0, 1, 0, 0])
+MASKED_CALLS = {
+    "rearrange": lambda m: rearr.rearrange(m, "(a b) -> b a", a=2),
+    "reduce": lambda m: rearr.reduce(m, "n -> ", "sum"),
+    "repeat": lambda m: rearr.repeat(m, "n -> n r", r=2),
+    "gather": lambda m: rearr.rearrange(m, "n[i] -> k", i=np.array([1, 0])),
+    "scatter": lambda m: rearr.scatter(m, "k -> n[i]", "sum", i=np.array([0, 0, 1, 1]), n=2),
+    "masked index": lambda m: rearr.rearrange(np.arange(4.0), "n[i] -> k", i=np.ma.array([1, 3], mask=[0, 1])),
+    "masked into": lambda m: rearr.scatter(np.ones(4), "k -> n[i]", "sum", i=np.array([0, 0, 1, 1]), into=m[:2]),
+    "list of masked": lambda m: rearr.rearrange([m, m], "s n -> n s"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(MASKED_CALLS))
+def test_masked_arrays_are_refused_with_a_fix(call):
+    # reduce honoured the mask (sum 8) while scatter added the masked 2.0 in: refuse them all alike.
+    e = raises_rearr(lambda: MASKED_CALLS[call](MASKED), "RA500")
+    assert "masked" in e.message and "filled" in e.hint
+
+
+def test_masked_array_fix_hint_works():
+    m = MASKED
+    assert rearr.reduce(m.filled(0), "n -> ", "sum") == m.sum()
+    data = rearr.rearrange(np.ma.getdata(m), "(a b) -> b a", a=2)
+    mask = rearr.rearrange(np.ma.getmaskarray(m), "(a b) -> b a", a=2)
+    kept = np.ma.array(data, mask=mask)
+    np.testing.assert_array_equal(kept.mask, m.reshape(2, 2).T.mask)
+    assert kept.sum() == m.sum()
+
+
+def _worker_error() -> None:
+    rearr.rearrange(np.zeros(5), "(a b) -> a b", a=2)
+
+
+def test_rearr_error_round_trips_copy_pickle_and_process_pools():
+    import concurrent.futures
+    import copy
+    import pickle
+
+    e = raises_rearr(_worker_error, "RA302")
+    for twin in (copy.copy(e), copy.deepcopy(e), pickle.loads(pickle.dumps(e))):
+        assert type(twin) is RearrError and str(twin) == str(e), str(twin)
+        assert (twin.code, twin.message, twin.col, twin.hint, twin.shape, twin.op) == \
+            (e.code, e.message, e.col, e.hint, e.shape, e.op)
+    with concurrent.futures.ProcessPoolExecutor(1) as pool:
+        with pytest.raises(RearrError) as info:
+            pool.submit(_worker_error).result()
+    assert str(info.value) == str(e)
+    assert not str(e).startswith("RA100: RA302")
+
+
+def test_rearr_error_is_a_runtime_error_and_a_value_error():
+    # einops' EinopsError is a RuntimeError: code that catches it keeps working after a migration.
+    for kind in (RuntimeError, ValueError):
+        with pytest.raises(kind):
+            rearr.rearrange(np.zeros(5), "(a b) -> a b", a=2)
+
+
+@pytest.mark.parametrize("pattern, col", [("a\tb -> c", 8), ("a\t\tb c -> b", 4), ("字 b -> b q", 9),
+                                          ("\tab -> cd", 7)])
+def test_caret_lines_up_under_tabs_and_wide_characters(pattern, col):
+    lines = str(RearrError("x", pattern=pattern, col=col, op="rearrange")).splitlines()
+    text, caret = lines[1], lines[2]
+    assert caret.endswith("^")
+
+    def screen(s: str) -> int:  # the column a terminal shows, with 8-column tab stops
+        out = 0
+        for ch in s:
+            out = (out // 8 + 1) * 8 if ch == "\t" else out + (2 if ch == "字" else 1)
+        return out
+
+    prefix = text[: text.index(pattern)]
+    assert screen(caret[:-1]) == screen(prefix + pattern[:col])
+
+
+SCATTER = {"numpy": lambda x, r, **kw: rearr.scatter(x, "k -> n[i]", r, i=np.array([0, 0, 1, 1]), n=3, **kw),
+           "torch": lambda x, r, **kw: rearr.scatter(x, "k -> n[i]", r, i=torch.tensor([0, 0, 1, 1]), n=3, **kw)}
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scatter_max_min_of_complex_is_ra400(backend, dtype, reduction):
+    # numpy leaked "Invalid integer data type 'c'", torch NotImplementedError: the policy copy that was missed.
+    x = np.arange(4).astype(dtype)
+    raises_rearr(lambda: SCATTER[backend](x if backend == "numpy" else torch.from_numpy(x), reduction), "RA400")
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[s]", "object", "<U3"])
+def test_scatter_and_reduce_of_non_numbers_is_a_rearr_error(dtype, reduction):
+    # numpy leaked "Invalid integer data type 'M'" (scatter max) and UFuncTypeError (sum of datetimes).
+    x = np.arange(4).astype(dtype)
+    e = raises_rearr(lambda: SCATTER["numpy"](x, reduction))
+    assert e.code in ("RA400", "RA500")
+    raises_rearr(lambda: rearr.reduce(x, "(a b) -> a", reduction, a=2))
+    # Moving values is fine on numpy: rearrange, gather, scatter 'set'.
+    np.testing.assert_array_equal(rearr.rearrange(x, "(a b) -> b a", a=2), x.reshape(2, 2).T)
+    np.testing.assert_array_equal(rearr.rearrange(x, "n[i] -> k", i=np.array([3, 0])), x[[3, 0]])
+    out = rearr.scatter(x, "k -> n[i]", "set", i=np.array([3, 2, 1, 0]), n=4)
+    np.testing.assert_array_equal(out, x[::-1])
+    fix = SCATTER["numpy"](x.astype("datetime64[s]").view("i8"), "max") if dtype.startswith("datetime") else None
+    assert fix is None or fix.dtype == np.int64
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype, fill", [("int8", 300), ("int8", -129), ("uint8", -1), ("uint8", 256),
+                                         ("int64", 2.5), ("int32", float("nan")), ("int16", float("inf")),
+                                         ("bool", 2), ("float16", 1e6), ("float32", 1e300), ("float64", 1j),
+                                         ("int64", 2**63)])
+@pytest.mark.parametrize("reduction", ["sum", "max", "set"])
+def test_scatter_fill_that_the_dtype_cannot_hold_is_ra500(backend, dtype, fill, reduction):
+    # int8 fill=300 leaked OverflowError/RuntimeError; uint8 fill=-1 became 255 silently on torch;
+    # fill=2.5 into int became 2 silently on both.
+    x = np.arange(4).astype(dtype) if reduction == "set" else np.ones(4, dtype=dtype)
+    i = np.array([0, 1, 2, 3]) if reduction == "set" else np.array([0, 0, 1, 1])
+    src, idx = (x, i) if backend == "numpy" else (torch.from_numpy(x), torch.from_numpy(i))
+    e = raises_rearr(lambda: rearr.scatter(src, "k -> n[i]", reduction, i=idx, n=5, fill=fill), "RA500")
+    assert "fill=" in e.message
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype, fill, held", [("int8", 127, 127), ("uint8", 255, 255), ("int64", 2.0, 2),
+                                               ("float16", float("-inf"), float("-inf")), ("bool", 1, True),
+                                               ("complex64", 1 + 2j, 1 + 2j), ("float32", 3 + 0j, 3.0),
+                                               ("int64", -(2**63), -(2**63))])
+def test_scatter_fill_that_the_dtype_holds_is_kept_exactly(backend, dtype, fill, held):
+    x = np.ones(2, dtype=dtype)
+    src = x if backend == "numpy" else torch.from_numpy(x)
+    i = np.array([0, 0]) if backend == "numpy" else torch.tensor([0, 0])
+    reduction = "sum" if dtype.startswith("complex") else "max"
+    out = to_numpy(rearr.scatter(src, "k -> n[i]", reduction, i=i, n=3, fill=fill))
+    assert out.dtype == x.dtype and out[1] == held and out[2] == held
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scatter_result_too_many_bytes_is_ra305(backend):
+    # numpy said "array is too big": 2**60 elements fit int64, 2**63 bytes do not.
+    x = np.ones(4) if backend == "numpy" else torch.ones(4, dtype=torch.float64)
+    i = np.array([0, 0, 1, 1]) if backend == "numpy" else torch.tensor([0, 0, 1, 1])
+    e = raises_rearr(lambda: rearr.scatter(x, "k -> n[i]", "sum", i=i, n=2**60), "RA305")
+    assert "bytes" in e.message
+
+
+def test_dtype_rules_live_in_one_place():
+    # The founders' rule: integer mean and complex min/max are decided by rearr.policy, not per backend.
+    import inspect
+
+    import rearr.backends._common as common
+    import rearr.backends.numpy as nb
+    import rearr.backends.torch as tb
+    for module in (nb, tb, common):
+        source = inspect.getsource(module)
+        assert "mean_of_integers" not in source and "complex_order" not in source and "iscomplex" not in source
+
+
+# --- torch dtypes and layouts that torch stores but runs few ops on (issue 11, item 9) -------------
+
+
+TORCH_STORED = ["uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2"]
+
+
+@pytest.mark.parametrize("dtype", TORCH_STORED)
+def test_torch_stored_only_dtypes_rearrange_or_refuse(dtype):
+    x = torch.arange(6).reshape(2, 3).to(getattr(torch, dtype))
+    out = rearr.rearrange(x, "a b -> b a")
+    assert out.dtype == x.dtype and torch.equal(out.view(torch.uint8) if out.element_size() == 1 else out,
+                                                x.t().view(torch.uint8) if x.element_size() == 1 else x.t())
+    assert rearr.repeat(x, "a b -> a b r", r=2).shape == (2, 3, 2)
+    for call in (lambda: rearr.reduce(x, "a b -> a", "sum"), lambda: rearr.reduce(x, "a b -> a", "max"),
+                 lambda: rearr.rearrange(x, "a n[i] -> a k", i=torch.zeros(2, 2, dtype=torch.long)),
+                 lambda: rearr.scatter(x, "a k -> a n[i]", "set", i=torch.zeros(2, 3, dtype=torch.long), n=4)):
+        e = raises_rearr(call, "RA500")
+        assert "convert" in e.hint
+
+
+def test_torch_quantized_tensor_rearranges_and_refuses_arithmetic():
+    x = torch.quantize_per_tensor(torch.randn(4, 6), 0.1, 0, torch.qint8)
+    out = rearr.rearrange(x, "a (b c) -> c a b", c=2)
+    assert torch.equal(out.dequantize(), x.dequantize().reshape(4, 3, 2).permute(2, 0, 1))
+    raises_rearr(lambda: rearr.reduce(x, "a b -> a", "sum"), "RA500")
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr", "nested"])
+def test_torch_sparse_and_nested_tensors_work_or_refuse(layout):
+    dense = torch.randn(4, 6)
+    x = {"sparse_coo": dense.to_sparse, "sparse_csr": dense.to_sparse_csr,
+         "nested": lambda: torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(3, 3)])}[layout]()
+    calls = {"transpose": (lambda t: rearr.rearrange(t, "a b -> b a"), lambda d: d.t()),
+             "split": (lambda t: rearr.rearrange(t, "a (b c) -> a b c", c=2), lambda d: d.reshape(4, 3, 2)),
+             "reduce": (lambda t: rearr.reduce(t, "a b -> a", "sum"), lambda d: d.sum(1)),
+             "gather": (lambda t: rearr.rearrange(t, "a n[i] -> a k", i=torch.zeros(4, 2, dtype=torch.long)),
+                        lambda d: d[:, [0, 0]]),
+             "scatter": (lambda t: rearr.scatter(t, "a k -> a n[i]", "sum", i=torch.zeros(4, 6, dtype=torch.long),
+                                                 n=2), None)}
+    for name, (call, expect) in calls.items():
+        got = outcome(lambda c=call: c(x))
+        if isinstance(got, RearrError):
+            assert got.code == "RA500" and "dense" in got.hint, name
+        else:
+            assert layout != "nested"
+            result = got.to_dense() if got.layout != torch.strided else got
+            torch.testing.assert_close(result, expect(dense), msg=name)
+
+
+def test_torch_inference_tensor_as_into():
+    with torch.inference_mode():
+        into = torch.zeros(4, 3)
+    src, i = torch.ones(4, 6, requires_grad=True), torch.zeros(4, 6, dtype=torch.long)
+    e = raises_rearr(lambda: rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into), "RA500")
+    assert "into=into.clone()" in e.hint
+    out = rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into.clone())  # the hint, applied
+    out.sum().backward()
+    assert torch.equal(out[:, 0], torch.full((4,), 6.0)) and src.grad is not None
+    with torch.no_grad():
+        assert torch.equal(rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into)[:, 0], torch.full((4,), 6.0))
+
+
+# --- lengths as 0-d arrays and tensors (issue 11, item 11) ------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("length", [np.array(2), np.array(2, dtype=np.uint8), torch.tensor(2),
+                                    torch.tensor(2, dtype=torch.int32)], ids=repr)
+def test_zero_d_integer_lengths_are_accepted_as_einops_accepts_them(backend, length):
+    x = np.arange(12.0).reshape(6, 2) if backend == "numpy" else torch.arange(12.0).reshape(6, 2)
+    out = rearr.rearrange(x, "(a c) d -> a c d", c=length)
+    assert tuple(out.shape) == (3, 2, 2)
+    assert tuple(rearr.repeat(x, "n d -> n d r", r=length).shape) == (6, 2, 2)
+    idx = np.array([1, 0]) if backend == "numpy" else torch.tensor([1, 0])
+    assert tuple(rearr.scatter(x, "n d -> n m[i: d]", "sum", i=idx, m=length).shape) == (6, 2)
+    before = rearr.api._compiled.cache_info().currsize
+    rearr.rearrange(x, "(a c) d -> a c d", c=2)  # keyed on the int: no new plan
+    assert rearr.api._compiled.cache_info().currsize == before
+    np.testing.assert_array_equal(to_numpy(out), to_numpy(rearr.rearrange(x, "(a c) d -> a c d", c=2)))
+
+
+@pytest.mark.parametrize("length", [np.array(2.0), torch.tensor(2.0), np.array(True), torch.tensor(True),
+                                    torch.tensor([2]), np.array([2]), np.array(-1), torch.tensor(-3)], ids=repr)
+def test_zero_d_lengths_that_are_not_non_negative_integers_are_ra305(length):
+    raises_rearr(lambda: rearr.rearrange(np.zeros(6), "(a c) -> a c", c=length), "RA305")
+
+
+def test_shape_under_jit_trace_is_a_length():
+    def f(x):
+        return rearr.rearrange(x, "(a c) d -> a c d", c=x.shape[1])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TracerWarning: the length is a constant of the trace
+        traced = torch.jit.trace(f, torch.zeros(4, 2))
+    assert tuple(traced(torch.arange(8.0).reshape(4, 2)).shape) == (2, 2, 2)
+
+
+# --- fix hints that work when applied (issue 11, item 14) ----------------------------------------------
+
+
+HINT_CASES = [  # (pattern, input shape, index shape); each fails, and its hint is applied
+    ("b n[i] -> b k", (2, 3), (5, 3)),  # the index is longer than the tensor along b
+    ("b n[i] c -> b k c", (2, 3, 4), (5, 3, 4)),
+    ("b n[i] -> b k", (2, 3), ()),  # 0-d index: '[i:]'
+    ("b n[i] -> b", (2, 3), ()),
+    ("b n[i] c -> b k c", (2, 3, 4), ()),
+    ("b n[i] -> b", (2, 3), (2, 2, 2)),  # more axes than the output has
+    ("b n[i] -> b k", (2, 3), (2, 3, 2)),
+    ("b n[i] -> b", (2, 3), (5, 3)),
+    ("b n[i] -> b", (2, 3), (2, 1)),
+    ("b n[i] c -> b k c", (2, 3, 4), (2, 4)),  # fewer axes: declared
+    ("b n[i] -> b k", (3, 5), (2, 4)),  # shorter than the tensor: slice the tensor
+]
+
+
+def _apply_hint(hint: str, pattern: str, x, i):
+    import re
+    sliced = re.search(r"pass i=i(\[[^\]]*\])", hint)
+    if sliced:
+        return pattern, x, eval(f"i{sliced.group(1)}")  # noqa: S307 -- a slice of our own hint
+    cut = re.search(r"e\.g\. x(\[[^\]]*\])", hint)
+    if cut:
+        return pattern, eval(f"x{cut.group(1)}"), i  # noqa: S307
+    quoted = re.findall(r"'([^']*->[^']*)'", hint)
+    assert quoted, hint
+    return quoted[-1], x, i
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("pattern, shape, index_shape", HINT_CASES)
+def test_index_fix_hints_work_when_applied(backend, pattern, shape, index_shape):
+    x = rng.standard_normal(shape)
+    i = rng.integers(0, shape[1], size=index_shape)
+    if backend == "torch":
+        x, i = torch.from_numpy(x), torch.from_numpy(i)
+    e = raises_rearr(lambda: rearr.rearrange(x, pattern, i=i))
+    assert e.code in ("RA303", "RA304"), e
+    fixed, x2, i2 = _apply_hint(e.hint, pattern, x, i)
+    out = outcome(lambda: rearr.rearrange(x2, fixed, i=i2))
+    assert not isinstance(out, RearrError), f"hint {e.hint!r} applied: {out}"
+    n = np.asarray(to_numpy(x2))
+    idx = np.asarray(to_numpy(i2))
+    assert_matches(out, reference("rearrange", n, fixed, i=idx))
+
+
+def test_misspelt_index_keyword_names_the_index_and_the_rename_works():
+    x, i = np.arange(6.0).reshape(2, 3), np.array([2, 0])
+    e = raises_rearr(lambda: rearr.rearrange(x, "b n[idx] -> b", idz=i), "RA300")
+    assert "'idx'" in e.message and "rename it to idx=" in e.hint
+    assert e.col == "b n[idx] -> b".index("idx")
+    np.testing.assert_array_equal(rearr.rearrange(x, "b n[idx] -> b", idx=i), [2.0, 3.0])
+    e = raises_rearr(lambda: rearr.scatter(x, "b k -> b m[j]", "sum", jj=np.zeros((2, 3), dtype=int), m=2), "RA300")
+    assert "rename it to j=" in e.hint
+
+
+@pytest.mark.parametrize("pattern, shape, c", [("h -> (h c)", (1,), 3), ("h -> (h c)", (4,), 3),
+                                               ("h -> (h c)", (4,), 1), ("h -> (c h)", (1,), 3),
+                                               ("h -> (c h)", (4,), 3), ("h -> h c", (4,), 3),
+                                               ("a b -> (a c) b", (1, 3), 2), ("a b -> (a c) b", (2, 3), 2),
+                                               ("a b -> a (b c)", (2, 1), 5)])
+def test_repeat_is_writable_exactly_when_explain_says_it_copies(pattern, shape, c):
+    # README promised "h -> (h c)" is fresh and writable; with h = 1 it is a read-only stride-0 view.
+    x = np.arange(math.prod(shape)).reshape(shape)
+    out = rearr.repeat(x, pattern, c=c)
+    is_view = "result: a view" in str(rearr.explain(pattern, shape, op="repeat", c=c))
+    assert out.flags.writeable == (not is_view or c == 1)  # c = 1 repeats nothing: a view, as rearrange's
+    assert np.shares_memory(out, x) == is_view

@@ -346,11 +346,70 @@ def test_scatter_under_both_lowerings(backend, strategy, reduction):
 
 
 def test_lowering_is_chosen_by_size():
-    from rearr import planner, recipe
+    from rearr import plan, planner, recipe
 
     r = recipe.analyze("b n[idx: b k] c -> b k c", "rearrange", None, ("idx",))
     small = planner.plan(r, (2, 8, 4), (), (("idx", (2, 3)),))
     large = planner.plan(r, (64, 4096, 64), (), (("idx", (64, 1024)),))
-    assert any(isinstance(s, planner.GatherAlong) for s in small.steps)
-    assert any(isinstance(s, planner.TakeRows) for s in large.steps)
-    assert large.steps[0] == planner.Reshape((64 * 4096, 64), True)  # a view: rows move, x is not copied
+    assert any(isinstance(s, plan.GatherAlong) for s in small.steps)
+    assert any(isinstance(s, plan.TakeRows) for s in large.steps)
+    assert large.steps[0] == plan.Reshape((64 * 4096, 64), True)  # a view: rows move, x is not copied
+
+
+# --- index names that are also the call's own values --------------------------------
+
+
+@backends
+def test_an_index_named_text_keeps_the_pattern_in_errors(backend):
+    """The index environment once kept the pattern under "text": an index of that name replaced it."""
+    pattern = "b k -> b n[text]"
+    idx = to_backend(np.zeros((2, 3), dtype=np.int64), backend)
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.scatter(to_backend(np.ones((2, 3)), backend), pattern, "set", n=4, text=idx)
+    assert info.value.pattern == pattern
+    assert "more than once under 'set'" in info.value.message
+
+
+@backends
+@pytest.mark.parametrize("reduction", ["sum", "set", "max"])
+def test_a_scatter_index_named_text_writes_where_it_says(backend, reduction):
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[3, 0, 1], [2, 1, 0]])
+    got = rearr.scatter(to_backend(x, backend), "b k -> b n[text]", reduction, n=5, fill=-1.0,
+                        text=to_backend(idx, backend))
+    want = np.full((2, 5), -1.0)
+    for b in range(2):
+        want[b, idx[b]] = x[b]
+    np.testing.assert_array_equal(to_numpy(got), want)
+
+
+@backends
+def test_gather_indices_named_text_fill_and_into(backend):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 5, 3))
+    text, fill, into = rng.integers(0, 4, 6), rng.integers(0, 5, 6), rng.integers(0, 3, 6)
+    got = rearr.rearrange(to_backend(x, backend), "h[text: p] w[fill: p] c[into: p] -> p",
+                          text=to_backend(text, backend), fill=to_backend(fill, backend),
+                          into=to_backend(into, backend))
+    np.testing.assert_array_equal(to_numpy(got), x[text, fill, into])
+
+
+@pytest.mark.parametrize("op, name", [("scatter", "fill"), ("scatter", "into"), ("scatter", "check_bounds"),
+                                      ("rearrange", "check_bounds")])
+def test_an_index_named_like_the_calls_own_keyword_is_refused_with_a_fix_that_works(op, name):
+    """scatter(..., fill=idx) would reach fill=, not the index: the pattern is refused, the caret on the index."""
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[1, 0, 2], [2, 2, 0]])
+    if op == "scatter":
+        pattern, call = f"b k -> b n[{name}]", lambda p, **kw: rearr.scatter(x, p, "sum", n=3, **kw)
+    else:
+        pattern, call = f"b n[{name}: b k] -> b k", lambda p, **kw: rearr.rearrange(x, p, **kw)
+    with pytest.raises(rearr.RearrError) as info:
+        call(pattern)
+    e = info.value
+    assert e.code == "RA204" and pattern[e.col:].startswith(name), (e.col, pattern)
+    assert f"{name}_idx=" in e.hint
+    fixed = pattern.replace(f"[{name}", f"[{name}_idx")
+    got = call(fixed, **{f"{name}_idx": idx})
+    want = rearr.scatter(x, "b k -> b n[i]", "sum", n=3, i=idx) if op == "scatter" else np.take_along_axis(x, idx, 1)
+    np.testing.assert_array_equal(got, want)

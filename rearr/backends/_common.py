@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 from ..errors import RearrError
-from ..planner import Coord, IndexUse
+from ..plan import IndexTerm, IndexUse
+from .contract import IndexEnv
 
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
-
-
-def mean_of_integers(dtype: object) -> RearrError:
-    return RearrError(
-        f"'mean' of a tensor of {dtype} is ambiguous (numpy would give float64, torch refuses)",
-        code="RA400",
-        hint="cast to a floating dtype first: x.astype(np.float32) or x.float()",
-    )
 
 
 def bad_index_dtype(name: str, dtype: object, text: str) -> RearrError:
@@ -22,6 +15,16 @@ def bad_index_dtype(name: str, dtype: object, text: str) -> RearrError:
         code="RA501",
         pattern=text,
         hint=f"convert it, e.g. {name}=idx.long() (torch) or idx.astype(np.int64) (numpy)",
+    )
+
+
+def beyond_int64(name: str, text: str, value: int, position: tuple[int, ...]) -> RearrError:
+    """An unsigned 64-bit index value that no axis reaches (it would wrap to a negative int64)."""
+    return RearrError(
+        f"index {name!r} holds {value} at position {position}, larger than any axis can be (2**63 - 1)",
+        code="RA501",
+        pattern=text,
+        hint="index values must lie in -n <= i < n for an axis of length n",
     )
 
 
@@ -46,9 +49,9 @@ def duplicate_under_set(name: str, text: str) -> RearrError:
     )
 
 
-def arranged_into(env: dict, calls: tuple) -> object | None:
+def arranged_into(env: IndexEnv, calls: tuple) -> object | None:
     """into= (never modified) brought to the scatter's layout by the plan's steps, or None."""
-    into = env.get("into")
+    into = env.into
     if into is None:
         return None
     for f in calls:
@@ -60,17 +63,9 @@ def identity_perm(perm: tuple[int, ...]) -> bool:
     return perm == tuple(range(len(perm)))
 
 
-def coord_layout(c: Coord) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+def term_layout(c: IndexTerm) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """The permutation (None when identity) and view shape of one coordinate."""
     return (None if identity_perm(c.perm) else c.perm), c.shape
-
-
-def complex_order(reduction: str) -> RearrError:
-    return RearrError(
-        f"'{reduction}' of complex numbers is undefined (numpy orders them lexicographically, torch refuses)",
-        code="RA400",
-        hint="reduce the real part, the magnitude (abs) or the angle instead",
-    )
 
 
 def not_an_index(name: str, value: object, text: str) -> RearrError:

@@ -1,17 +1,20 @@
-"""torch backend: each plan step as one or two native torch calls."""
+"""torch backend: each plan step as one or two native torch calls, and the code explain prints for it.
+
+torch is bound by load(), which the registry calls when the first tensor
+arrives: explain reads the code templates (the CODE table) without torch.
+"""
 
 from __future__ import annotations
 
 import sys
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..errors import RearrError
-from ..planner import (
+from ..plan import (
     AdvancedIndex,
-    Coord,
     Expand,
     GatherAlong,
+    IndexTerm,
     IndexUse,
     Permute,
     Reduce,
@@ -20,12 +23,30 @@ from ..planner import (
     ScatterRows,
     TakeRows,
 )
-from . import _common
+from . import _code, _common
 from . import compile_plan as _compile
+from ._code import Names, args, tup
+
+if TYPE_CHECKING:
+    import torch
 
 name = "torch"
-TENSOR = torch.Tensor
-_INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def load() -> None:
+    """Bind torch and what is made of it (the registry calls this once torch is imported)."""
+    global torch, TENSOR, _INT_DTYPES, _KINDS, _VF, _has_torch_function
+    import torch
+    from torch import _VF
+    from torch.overrides import has_torch_function as _has_torch_function
+
+    TENSOR = torch.Tensor
+    _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32,
+                   torch.uint64)
+    _KINDS = {torch.bool: "bool", torch.uint8: "uint",
+              **{d: "int" for d in (torch.int8, torch.int16, torch.int32, torch.int64)},
+              **{d: "float" for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)},
+              **{d: "complex" for d in (torch.complex32, torch.complex64, torch.complex128)}}
 
 
 def accepts(x: object) -> bool:
@@ -41,11 +62,62 @@ def concat(xs: list, axis: int) -> torch.Tensor:
 
 
 def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
+    # torch.einsum's own path for <= 2 operands without its Python wrapper; the wrapper stays for
+    # __torch_function__ overrides, opt_einsum's contraction order, and torch.compile (which traces it).
+    if len(xs) <= 2 and not torch.compiler.is_compiling() and not _has_torch_function(xs):
+        return _VF.einsum(spec, xs)
     return torch.einsum(spec, *xs)
+
+
+def to_numpy(x: torch.Tensor):
+    return x.detach().cpu().numpy()
 
 
 def is_float(x: torch.Tensor) -> bool:
     return x.is_floating_point() or x.is_complex()
+
+
+# torch stores uint16/32/64 and float8 but has few kernels for them, not even index_select: 'other'.
+INDEXES_OTHER = False
+
+
+def dtype_kind(x: torch.Tensor) -> str:
+    """The dtype's kind for rearr.policy: bool, int, uint, float, complex or other."""
+    return _KINDS.get(x.dtype, "other")
+
+
+def dtype_range(x: torch.Tensor) -> tuple:
+    """The least and greatest finite value of the dtype (of a number kind)."""
+    if x.dtype == torch.bool:
+        return 0, 1
+    dtype = x.dtype.to_real() if x.is_complex() else x.dtype
+    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+    return info.min, info.max
+
+
+def itemsize(x: torch.Tensor) -> int:
+    return x.element_size()
+
+
+def unusual(x: object) -> str | None:
+    """What makes x a tensor that torch runs few ops on (sparse, nested), or None.
+
+    Asked only after torch has failed, so the hot path never pays for it.
+    """
+    if not isinstance(x, torch.Tensor):
+        return None
+    if x.is_nested:
+        return "a nested tensor"
+    if x.layout != torch.strided:
+        return f"a tensor of layout {x.layout}"
+    return None
+
+
+def check_into(into: torch.Tensor, x: torch.Tensor) -> None:
+    if into.is_inference() and x.requires_grad and torch.is_grad_enabled():
+        raise RearrError("into= is an inference tensor, which autograd cannot save for the gradient of src",
+                         code="RA500", hint="pass into=into.clone() made outside torch.inference_mode(), "
+                         "or run the scatter inside it")
 
 
 # --- plain steps -------------------------------------------------------------
@@ -61,14 +133,28 @@ def reshape(step: Reshape):
     return lambda x, env: x.reshape(*shape)
 
 
+def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+    # x.reshape is x.view where a view is possible, else x.contiguous().view: print which, so that a copy shows.
+    return [f"{n.x} = {n.x}.view({args(step.shape)})" if step.view
+            else f"{n.x} = {n.x}.contiguous().view({args(step.shape)})"]
+
+
 def permute(step: Permute):
     perm = step.perm
     return lambda x, env: x.permute(*perm)
 
 
+def code_permute(step: Permute, before, n: Names) -> list[str]:
+    return [f"{n.x} = {n.x}.permute({args(step.perm)})"]
+
+
 def expand(step: Expand):
     shape = step.shape
     return lambda x, env: x.expand(*shape)
+
+
+def code_expand(step: Expand, before, n: Names) -> list[str]:
+    return [f"{n.x} = {n.x}.expand({args(step.shape)})"]
 
 
 def reduce(step: Reduce):
@@ -77,12 +163,8 @@ def reduce(step: Reduce):
         return lambda x, env: r(x, axes)
     if not axes:  # torch reads dim=() as every dim: reduce nothing by hand, with numpy's dtypes
         return _reduce_nothing(r)
-    if r == "mean":
-        def mean(x, env):
-            if not is_float(x):
-                raise _common.mean_of_integers(x.dtype)
-            return x.mean(axes)
-        return mean
+    if r == "mean":  # rearr.policy refuses integer means before the plan runs
+        return lambda x, env: x.mean(axes)
     if r == "prod":  # torch.prod takes one dim at a time
         def prod(x, env):
             for a in sorted(axes, reverse=True):
@@ -90,12 +172,6 @@ def reduce(step: Reduce):
             return x
         return prod
     fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "any": torch.any, "all": torch.all}[r]
-    if r in ("max", "min"):
-        def extreme(x, env):
-            if x.is_complex():
-                raise _common.complex_order(r)
-            return fn(x, axes)
-        return extreme
     if r in ("any", "all"):  # torch keeps uint8 for uint8 input; numpy gives bool
         return lambda x, env: fn(x, axes).bool()
     return lambda x, env: fn(x, axes)
@@ -103,10 +179,6 @@ def reduce(step: Reduce):
 
 def _reduce_nothing(r: str):
     def run(x, env):
-        if r == "mean" and not is_float(x):
-            raise _common.mean_of_integers(x.dtype)
-        if r in ("max", "min") and x.is_complex():
-            raise _common.complex_order(r)
         if r in ("any", "all"):
             return x != 0
         if r in ("sum", "prod") and not is_float(x):  # torch sums integers and bools in int64
@@ -114,6 +186,22 @@ def _reduce_nothing(r: str):
         return x.clone()
 
     return run
+
+
+def code_reduce(step: Reduce, before, n: Names) -> list[str]:
+    x, r, axes = n.x, step.reduction, step.axes
+    if callable(r):  # the callable that was passed, bound to this name
+        return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
+    if not axes:  # _reduce_nothing
+        if r in ("any", "all"):
+            return [f"{x} = {x} != 0"]
+        if r in ("sum", "prod"):
+            return [f"{x} = {x}.clone() if {x}.is_floating_point() or {x}.is_complex() else {x}.to(torch.int64)"]
+        return [f"{x} = {x}.clone()"]
+    if r == "prod":  # one dim at a time
+        return [f"{x} = {x}.prod({a})" for a in sorted(axes, reverse=True)]
+    dims = str(axes[0]) if len(axes) == 1 else tup(axes)
+    return [f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"]
 
 
 # --- indices -----------------------------------------------------------------
@@ -133,6 +221,11 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
             raise RearrError(f"index {name!r} is on the meta device: it has no values to index with",
                              code="RA500", pattern=text, hint=f"pass {name}= with real values, on {like.device}")
         t = t.to(like.device)
+    if t.dtype == torch.uint64 and t.numel() and t.device.type != "meta":
+        wrapped = t.view(torch.int64) < 0  # values >= 2**63, which .long() would turn negative
+        if wrapped.any():
+            at = tuple(wrapped.nonzero()[0].tolist())
+            raise _common.beyond_int64(name, text, int(t.view(torch.int64)[at]) + 2**64, at)
     return t if t.dtype == torch.int64 else t.long()
 
 
@@ -148,7 +241,7 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     return torch.where(t < 0, t + n, t) if lo < 0 else t
 
 
-def _coord(c: Coord):
+def _term(c: IndexTerm):
     """A function (env, x) -> this coordinate's tensor, with only the calls it needs."""
     shape, stride = c.shape, c.stride
     if c.index is None:
@@ -160,23 +253,34 @@ def _coord(c: Coord):
     permute = not _common.identity_perm(perm)
     view = c.permuted != shape
     if not permute and not view and stride == 1:
-        return lambda env, x: env[name]
+        return lambda env, x: env.indices[name]
 
-    def coord(env, x):
-        t = env[name]
+    def term(env, x):
+        t = env.indices[name]
         if permute:
             t = t.permute(*perm)
         if view:
             t = t.reshape(*shape) if shape else t.reshape(())
         return t * stride if stride != 1 else t
 
-    return coord
+    return term
 
 
-def _flat(coords: tuple[Coord, ...], space: tuple[int, ...]):
-    """A function (env, x) -> the flat row index sum(coord * stride), as a 1-d tensor."""
-    fns = [_coord(c) for c in coords]
-    full = tuple(max(c.shape[d] for c in coords) for d in range(len(space))) == space
+def _term_code(t: IndexTerm, n: Names) -> str:
+    if t.index is None:
+        if t.stride != 1:  # the stride goes into arange
+            return _code.view(f"torch.arange(0, {t.length} * {t.stride}, {t.stride}, device={n.x}.device)",
+                              (t.length,), t.shape, "view")
+        return _code.view(f"torch.arange({t.length}, device={n.x}.device)", (t.length,), t.shape, "view")
+    expr, have = _code.index_expr(t, n, lambda e, perm: f"{e}.permute({args(perm)})")
+    expr = _code.view(expr, have, t.shape, "reshape")
+    return f"{expr} * {t.stride}" if t.stride != 1 else expr
+
+
+def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...]):
+    """A function (env, x) -> the row that each point of the index space moves: the sum of the terms, 1-d."""
+    fns = [_term(c) for c in terms]
+    full = tuple(max(c.shape[d] for c in terms) for d in range(len(space))) == space
 
     def flat(env, x):
         total = fns[0](env, x)
@@ -187,24 +291,46 @@ def _flat(coords: tuple[Coord, ...], space: tuple[int, ...]):
     return flat
 
 
+def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: Names) -> tuple[list[str], str]:
+    return _code.row_positions(terms, space, n, _term_code, lambda e, space: f"{_code.paren(e)}.expand({args(space)})")
+
+
 def takerows(step: TakeRows):
-    flat = _flat(step.coords, step.space)
+    flat = _row_positions(step.terms, step.space)
     return lambda x, env: x.index_select(0, flat(env, x))
+
+
+def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+    pre, flat = _row_positions_code(step.terms, step.space, n)
+    return pre + [f"{n.x} = {n.x}.index_select(0, {flat})"]
 
 
 def gatheralong(step: GatherAlong):
     dim, shape = step.dim, step.shape
-    coord = _coord(step.coord)
-    if step.coord.shape == shape:
-        return lambda x, env: torch.gather(x, dim, coord(env, x))
-    return lambda x, env: torch.gather(x, dim, coord(env, x).expand(*shape))
+    term = _term(step.term)
+    if step.term.shape == shape:
+        return lambda x, env: torch.gather(x, dim, term(env, x))
+    return lambda x, env: torch.gather(x, dim, term(env, x).expand(*shape))
+
+
+def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+    idx = _term_code(step.term, n)
+    if step.term.shape != step.shape:
+        idx = f"{_code.paren(idx)}.expand({args(step.shape)})"
+    return [f"{n.x} = torch.gather({n.x}, {step.dim}, {idx})"]
 
 
 def advancedindex(step: AdvancedIndex):
-    coords = [_contiguous(_coord(c)) if not _common.identity_perm(c.perm) else _coord(c) for c in step.coords]
-    if all(c.shape == () for c in step.coords):  # torch reads 0-d tensor indices as ints: a view
-        return lambda x, env: x[tuple(c(env, x) for c in coords)].clone()
-    return lambda x, env: x[tuple(c(env, x) for c in coords)]
+    terms = [_contiguous(_term(c)) if not _common.identity_perm(c.perm) else _term(c) for c in step.terms]
+    if all(c.shape == () for c in step.terms):  # torch reads 0-d tensor indices as ints: a view
+        return lambda x, env: x[tuple(c(env, x) for c in terms)].clone()
+    return lambda x, env: x[tuple(c(env, x) for c in terms)]
+
+
+def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+    terms = [_term_code(t, n) + ("" if _common.identity_perm(t.perm) else ".contiguous()") for t in step.terms]
+    clone = ".clone()" if all(t.shape == () for t in step.terms) else ""
+    return [f"{n.x} = {n.x}[{', '.join(terms)}]{clone}"]
 
 
 def _contiguous(fn):
@@ -224,18 +350,16 @@ def scatterrows(step: ScatterRows):
     reduction, rows = step.reduction, step.rows
     into_calls = _compile(step.into, sys.modules[__name__])
     native = _common.SCATTER_NATIVE.get(reduction)
-    names = ",".join(c.index for c in step.coords if c.index)
-    flat_fn = _flat(step.coords, step.space)
+    names = ",".join(c.index for c in step.terms if c.index)
+    flat_fn = _row_positions(step.terms, step.space)
 
     def run(x, env):
-        if reduction == "mean" and not is_float(x):
-            raise _common.mean_of_integers(x.dtype)
         flat = flat_fn(env, x)
         base = _common.arranged_into(env, into_calls)
-        fill = env.get("fill", 0)
+        fill = env.fill
         width = x.shape[1]
         if reduction == "set":
-            _check_unique(flat, names, env["text"])
+            _check_unique(flat, names, env.text)
             if base is None:  # fresh tensors are written in place: no second copy
                 return x.new_full((rows, width), fill).index_copy_(0, flat, x)
             return base.index_copy(0, flat, x)
@@ -256,32 +380,58 @@ def scatterrows(step: ScatterRows):
     return run
 
 
+def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
+    """run() above with fill 0 and no into=."""
+    pre, flat = _row_positions_code(step.terms, step.space, n)
+    x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
+    if r == "set":
+        return pre + ["# rearr first checks that flat holds no row twice ('set')",
+                      f"{x} = {x}.new_full(({rows}, {width}), 0).index_copy_(0, {flat}, {x})"]
+    if r == "sum":
+        return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
+    return pre + [f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
+                  f".expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+
+
 def scatteralong(step: ScatterAlong):
     reduction, dim, shape, src_shape = step.reduction, step.dim, step.shape, step.src_shape
     into_calls = _compile(step.into, sys.modules[__name__])
     native = _common.SCATTER_NATIVE.get(reduction)
-    coord, name = _coord(step.coord), step.coord.index or ""
-    expand = step.coord.shape != src_shape
+    term, name = _term(step.term), step.term.index or ""
+    expand = step.term.shape != src_shape
 
     def run(x, env):
-        if reduction == "mean" and not is_float(x):
-            raise _common.mean_of_integers(x.dtype)
-        idx = coord(env, x)
+        idx = term(env, x)
         if expand:
             idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
         if reduction == "set":
-            _check_unique_along(idx, dim, name, env["text"])
+            _check_unique_along(idx, dim, name, env.text)
             if base is None:
-                return x.new_full(shape, env["fill"]).scatter_(dim, idx, x)
+                return x.new_full(shape, env.fill).scatter_(dim, idx, x)
             return base.scatter(dim, idx, x)
         if base is not None:
             return base.scatter_reduce(dim, idx, x, native, include_self=True)
-        if reduction == "sum" and env["fill"] == 0:  # the hand-written scatter_add_, on a fresh tensor
+        if reduction == "sum" and env.fill == 0:  # the hand-written scatter_add_, on a fresh tensor
             return x.new_zeros(*shape).scatter_add_(dim, idx, x)
-        return x.new_full(shape, env["fill"]).scatter_reduce_(dim, idx, x, native, include_self=False)
+        return x.new_full(shape, env.fill).scatter_reduce_(dim, idx, x, native, include_self=False)
 
     return run
+
+
+def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
+    """run() above with fill 0 and no into=."""
+    x, dim, shape, r = n.x, step.dim, step.shape, step.reduction
+    idx = _term_code(step.term, n)
+    if step.term.shape != step.src_shape:
+        idx = f"{_code.paren(idx)}.expand({args(step.src_shape)})"
+    if r == "set":
+        return ["# rearr first checks that no two writes meet ('set')",
+                f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
+    if r == "sum":
+        return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
+    return [f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
+            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
@@ -289,3 +439,32 @@ def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> No
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
             raise _common.duplicate_under_set(name, text)
+
+
+# --- the contract ----------------------------------------------------------------
+
+# Each step kind of rearr.plan -> the factory above that lowers it (checked by backends.contract).
+STEPS = {
+    Reshape: reshape,
+    Permute: permute,
+    Reduce: reduce,
+    Expand: expand,
+    TakeRows: takerows,
+    GatherAlong: gatheralong,
+    AdvancedIndex: advancedindex,
+    ScatterRows: scatterrows,
+    ScatterAlong: scatteralong,
+}
+
+# Each step kind -> the code explain prints for it, written next to the factory that runs it.
+CODE = {
+    Reshape: code_reshape,
+    Permute: code_permute,
+    Reduce: code_reduce,
+    Expand: code_expand,
+    TakeRows: code_takerows,
+    GatherAlong: code_gatheralong,
+    AdvancedIndex: code_advancedindex,
+    ScatterRows: code_scatterrows,
+    ScatterAlong: code_scatteralong,
+}

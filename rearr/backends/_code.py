@@ -1,0 +1,92 @@
+"""What the backends' explain templates share: the names they write and a few text helpers.
+
+A backend's ``CODE`` table maps each step kind to a template ``f(step, before,
+names) -> lines``, written next to the function that runs the step, and prints
+that function's native calls with the numbers of one plan (``before`` is the
+plan's Layout of the tensor the step receives). tests/test_explain.py runs
+the printed lines and compares them with rearr's result. Nothing here imports a
+framework: explain prints torch code without torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..plan import IndexTerm, Layout
+
+
+@dataclass(frozen=True)
+class Names:
+    """The variables the printed code uses, chosen by explain to differ from every axis and index name."""
+
+    x: str  # the input, then each step's result
+    out: str
+    flat: str  # the rows (or flat positions) a gather/scatter moves
+    counts: str
+    sums: str
+    offset: str
+    reduction: str  # the callable passed as reduction
+    index_shapes: dict[str, tuple[int, ...]]
+
+
+Template = Callable[[object, Layout, Names], list[str]]
+
+
+def args(values: Sequence[int]) -> str:
+    """Unpacked arguments: ``2, 3`` (``()`` for none)."""
+    return ", ".join(map(str, values)) or "()"
+
+
+def tup(values: Sequence[int]) -> str:
+    """A tuple literal: ``(2,)``, ``(2, 3)``, ``()``."""
+    return f"({values[0]},)" if len(values) == 1 else f"({', '.join(map(str, values))})"
+
+
+def view(expr: str, have: tuple[int, ...], want: tuple[int, ...], method: str) -> str:
+    """expr viewed as ``want`` with ``method`` (reshape / view), unless it has that shape already."""
+    return expr if have == want else f"{paren(expr)}.{method}({', '.join(map(str, want))})"
+
+
+def paren(expr: str) -> str:
+    """expr, in parentheses where an operator outside any bracket would bind looser than a method call."""
+    depth = 0
+    for k, ch in enumerate(expr):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and expr[k:k + 3] in (" + ", " * "):
+            return f"({expr})"
+    return expr
+
+
+def broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape that ``shapes`` broadcast to."""
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    return tuple(max(col) if min(col) != 0 else 0 for col in zip(*padded))
+
+
+def index_expr(t: IndexTerm, names: Names, permute: Callable[[str, tuple[int, ...]], str]) -> tuple[str, tuple]:
+    """An index term's index tensor, permuted as the term says: (expression, its shape)."""
+    assert t.index is not None
+    expr, have = t.index, names.index_shapes[t.index]
+    if t.perm != tuple(range(len(t.perm))):
+        have = tuple(have[p] for p in t.perm)
+        expr = permute(expr, t.perm)
+    return expr, have
+
+
+def row_positions(
+    terms: Sequence[IndexTerm], space: tuple[int, ...], names: Names, term: Callable[[IndexTerm, Names], str],
+    broadcast_to: Callable[[str, tuple[int, ...]], str],
+) -> tuple[list[str], str]:
+    """(lines, expression) of a backend's _row_positions: the terms' sum, broadcast to the index space,
+    flattened; the broadcast and the flattening are left out where they change nothing."""
+    total = " + ".join(term(t, names) for t in terms)
+    if broadcast([t.shape for t in terms]) != space:
+        total = broadcast_to(total, space)
+    if len(space) != 1:
+        total = f"{paren(total)}.reshape(-1)"
+    if total.replace(".reshape(-1)", "").isidentifier():
+        return [], total
+    return [f"{names.flat} = {total}"], names.flat

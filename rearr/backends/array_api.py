@@ -1,0 +1,309 @@
+"""Array API backend: any array with ``__array_namespace__`` that numpy, torch and dask do not claim.
+
+jax, array-api-strict, cupy, mlx ...: each step is one call of the array's own
+namespace (found through ``array_api_compat``, imported on the first such array),
+so the result is the input's own array type. Gather works through ``take`` and
+``take_along_axis``; scatter needs an at-style update that the standard does not
+have, so it is refused with a RearrError that names the library.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+from ..errors import RearrError
+from ..plan import (
+    AdvancedIndex,
+    Expand,
+    GatherAlong,
+    IndexTerm,
+    IndexUse,
+    Permute,
+    Reduce,
+    Reshape,
+    ScatterAlong,
+    ScatterRows,
+    TakeRows,
+)
+from . import _common
+from .contract import IndexEnv
+
+name = "array_api"
+# api.py's fast path compares an index's class with TENSOR; these arrays have many classes (one per
+# library), so none matches and each index takes the careful path (convert_index, then its shape).
+TENSOR = None
+_FRAMEWORKS_WITH_OWN_BACKEND = ("numpy", "torch", "dask")
+_NS: dict[type, ModuleType] = {}
+
+
+def accepts(x: object) -> bool:
+    # numpy 2 arrays and torch tensors have __array_namespace__ too: they keep their own backends.
+    return hasattr(type(x), "__array_namespace__") and \
+        type(x).__module__.partition(".")[0] not in _FRAMEWORKS_WITH_OWN_BACKEND
+
+
+def namespace(x: object) -> ModuleType:
+    """The array's Array API namespace (jax.numpy, array_api_strict ...), once per type."""
+    xp = _NS.get(type(x))
+    if xp is None:
+        import array_api_compat  # the optional extra: rearr[array-api]
+
+        xp = _NS[type(x)] = array_api_compat.array_namespace(x)
+    return xp
+
+
+def library(x: object) -> str:
+    return namespace(x).__name__
+
+
+def stack(xs: list):
+    return namespace(xs[0]).stack(list(xs))
+
+
+def concat(xs: list, axis: int):
+    return namespace(xs[0]).concat(list(xs), axis=axis)
+
+
+def einsum(spec: str, *xs):
+    xp = namespace(xs[0])
+    if not hasattr(xp, "einsum"):
+        raise RearrError(f"{xp.__name__} has no einsum (the Array API standard does not define one)",
+                         code="RA500",
+                         hint="write the product with xp.matmul / xp.tensordot, or convert to numpy with "
+                         "np.from_dlpack(x), call rearr.einsum there and convert back with xp.asarray")
+    return xp.einsum(spec, *xs)
+
+
+def is_float(x) -> bool:
+    return namespace(x).isdtype(x.dtype, ("real floating", "complex floating"))
+
+
+# --- dtype questions (rearr.policy asks them) ----------------------------------
+
+INDEXES_OTHER = False  # the standard's dtypes are all numbers
+
+
+def dtype_kind(x) -> str:
+    xp = namespace(x)
+    for kind, names in (("bool", "bool"), ("int", "signed integer"), ("uint", "unsigned integer"),
+                        ("float", "real floating"), ("complex", "complex floating")):
+        if xp.isdtype(x.dtype, names):
+            return kind
+    return "other"
+
+
+def dtype_range(x) -> tuple:
+    xp = namespace(x)
+    if xp.isdtype(x.dtype, "bool"):
+        return 0, 1
+    if xp.isdtype(x.dtype, "complex floating"):
+        real = xp.float64 if x.dtype == xp.complex128 else xp.float32
+        info = xp.finfo(real)
+    else:
+        info = xp.finfo(x.dtype) if xp.isdtype(x.dtype, "real floating") else xp.iinfo(x.dtype)
+    return info.min, info.max
+
+
+def itemsize(x) -> int:
+    xp = namespace(x)
+    if xp.isdtype(x.dtype, "bool"):
+        return 1
+    info = xp.iinfo(x.dtype) if xp.isdtype(x.dtype, "integral") else xp.finfo(x.dtype)
+    return info.bits // 8 * (2 if xp.isdtype(x.dtype, "complex floating") else 1)
+
+
+# --- plain steps -------------------------------------------------------------
+
+
+def reshape(step: Reshape):
+    shape = step.shape
+    return lambda x, env: namespace(x).reshape(x, shape)
+
+
+def permute(step: Permute):
+    perm = step.perm
+    return lambda x, env: namespace(x).permute_dims(x, perm)
+
+
+def expand(step: Expand):
+    shape = step.shape
+    return lambda x, env: namespace(x).broadcast_to(x, shape)
+
+
+def reduce(step: Reduce):
+    r, axes = step.reduction, step.axes
+    if callable(r):
+        return lambda x, env: r(x, axes)
+
+    def run(x, env):
+        xp = namespace(x)  # rearr.policy has refused integer means and complex min/max already
+        if r in ("sum", "prod") and x.dtype == xp.bool:  # the standard sums numbers only; numpy and torch count
+            x = xp.astype(x, _index_dtype(xp))
+        return getattr(xp, r)(x, axis=axes)
+
+    return run
+
+
+# --- indices -----------------------------------------------------------------
+
+
+_INDEX_DTYPE: dict[str, object] = {}
+
+
+def _index_dtype(xp: ModuleType):
+    """The namespace's default integer dtype (int64, or int32 for jax without x64): one per library."""
+    dtype = _INDEX_DTYPE.get(xp.__name__)
+    if dtype is None:
+        dtype = _INDEX_DTYPE[xp.__name__] = xp.arange(1).dtype
+    return dtype
+
+
+def _device(x):
+    import array_api_compat
+
+    return array_api_compat.device(x)
+
+
+def convert_index(value: object, like, name: str, text: str):
+    xp = namespace(like)
+    try:
+        t = value if type(value) is type(like) else xp.asarray(value, device=_device(like))
+    except (TypeError, ValueError, RuntimeError):  # ragged lists, objects the library cannot read
+        raise _common.not_an_index(name, value, text) from None
+    if not xp.isdtype(t.dtype, "integral"):
+        raise _common.bad_index_dtype(name, t.dtype, text)
+    dtype = _index_dtype(xp)
+    return t if t.dtype == dtype else xp.astype(t, dtype)
+
+
+def check_index(t, use: IndexUse, text: str):
+    """Bounds check, and negative values counted from the end."""
+    if math.prod(t.shape) == 0:
+        return t
+    xp, n = namespace(t), use.length
+    try:
+        lo, hi = int(xp.min(t)), int(xp.max(t))
+    except TypeError:  # jax under jit: a traced index has no values yet (ConcretizationTypeError)
+        raise RearrError(f"index {use.name!r} has no values to check yet (a traced {xp.__name__} array)",
+                         code="RA501", pattern=text, col=use.col,
+                         hint="pass check_bounds=False inside jax.jit, and keep the values in 0 <= i < n") from None
+    if lo < -n or hi >= n:
+        flat = xp.reshape(t, (-1,))
+        first = int(xp.nonzero((flat < -n) | (flat >= n))[0][0])
+        position = tuple(int(i) for i in _unravel(first, t.shape))
+        raise _common.out_of_range(use, text, int(flat[first]), position)
+    return xp.where(t < 0, t + n, t) if lo < 0 else t
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    out = []
+    for n in reversed(shape):
+        out.append(flat % n)
+        flat //= n
+    return out[::-1]
+
+
+def _term(c: IndexTerm, env: IndexEnv, xp: ModuleType, like):
+    perm, shape = _common.term_layout(c)
+    if c.index is None:
+        t = xp.arange(c.length, dtype=_index_dtype(xp), device=_device(like))
+    else:
+        t = env.indices[c.index]
+        if perm is not None:
+            t = xp.permute_dims(t, perm)
+    if t.shape != shape:
+        t = xp.reshape(t, shape)
+    return t * c.stride if c.stride != 1 else t
+
+
+def _rows(terms: tuple[IndexTerm, ...], strides: tuple[int, ...], space: tuple[int, ...], env: IndexEnv, xp, like):
+    """The flat row numbers sum(term * stride) over the index space, as a 1-d array."""
+    total = None
+    for c, stride in zip(terms, strides):
+        t = _term(c, env, xp, like)
+        t = t * stride if stride != 1 else t
+        total = t if total is None else total + t
+    return xp.reshape(xp.broadcast_to(total, space), (-1,))
+
+
+def takerows(step: TakeRows):
+    terms, space = step.terms, step.space
+    ones = (1,) * len(terms)  # TakeRows' terms carry their strides already
+
+    def run(x, env):
+        xp = namespace(x)
+        return xp.take(x, _rows(terms, ones, space, env, xp, x), axis=0)
+
+    return run
+
+
+def gatheralong(step: GatherAlong):
+    dim, term, shape = step.dim, step.term, step.shape
+
+    def run(x, env):
+        xp = namespace(x)
+        idx = xp.broadcast_to(_term(term, env, xp, x), shape)
+        # array-api-strict keeps the function but refuses it below its version: read the version too.
+        if hasattr(xp, "take_along_axis") and getattr(xp, "__array_api_version__", "9999") >= "2024.12":
+            return xp.take_along_axis(x, idx, axis=dim)
+        return _take_along(xp, x, idx, dim)
+
+    return run
+
+
+def _take_along(xp: ModuleType, x, idx, dim: int):
+    """take_along_axis for namespaces before Array API 2024.12: one take of flat positions."""
+    strides = [math.prod(x.shape[d + 1:]) for d in range(x.ndim)]
+    flat = idx * strides[dim]
+    for d, n in enumerate(idx.shape):
+        if d != dim:
+            offsets = xp.arange(n, dtype=_index_dtype(xp), device=_device(x)) * strides[d]
+            flat = flat + xp.reshape(offsets, tuple(n if k == d else 1 for k in range(x.ndim)))
+    return xp.reshape(xp.take(xp.reshape(x, (-1,)), xp.reshape(flat, (-1,)), axis=0), idx.shape)
+
+
+def advancedindex(step: AdvancedIndex):
+    """x[c0, c1, ...] as one take of rows: integer-array indexing of several axes is optional in the standard."""
+    terms = step.terms
+    lead = tuple(c.length for c in terms)
+    strides = tuple(math.prod(lead[i + 1:]) for i in range(len(lead)))
+    space = tuple(max(c.shape[d] for c in terms) for d in range(len(terms[0].shape)))
+
+    def run(x, env):
+        xp = namespace(x)
+        rest = tuple(x.shape[len(lead):])
+        rows = xp.reshape(x, (math.prod(lead), math.prod(rest)))
+        return xp.reshape(xp.take(rows, _rows(terms, strides, space, env, xp, x), axis=0), space + rest)
+
+    return run
+
+
+def _no_scatter(step: ScatterRows | ScatterAlong):
+    def run(x, env):
+        lib = library(x)
+        raise RearrError(f"{lib} arrays cannot be scattered: the Array API standard has no at-style update "
+                         "(index_add, scatter_reduce, x.at[i].add)", code="RA500", pattern=env.text,
+                         hint="scatter on numpy or torch: convert with np.from_dlpack(x) (and the indices), "
+                         "call rearr.scatter there, and convert back with xp.asarray"
+                         + ("; in jax, out.at[idx].add(src) writes it natively" if lib.startswith("jax") else ""))
+
+    return run
+
+
+scatterrows = scatteralong = _no_scatter
+
+
+# --- the contract ----------------------------------------------------------------
+
+STEPS = {
+    Reshape: reshape,
+    Permute: permute,
+    Reduce: reduce,
+    Expand: expand,
+    TakeRows: takerows,
+    GatherAlong: gatheralong,
+    AdvancedIndex: advancedindex,
+    ScatterRows: scatterrows,
+    ScatterAlong: scatteralong,
+}

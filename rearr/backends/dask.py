@@ -1,0 +1,263 @@
+"""dask backend: each plan step as a lazy dask.array call; nothing is computed, nothing becomes numpy.
+
+Chunks are handled on purpose (docs/backends.md says the same for users):
+- reshape is dask's own: a merge keeps the chunks of the merge's first chunked axis and needs the
+  axes inside it as one chunk each (unless the outer ones are already split into 1s); a split keeps
+  the chunks where they fall on whole rows of the inner axes and moves the others to the nearest
+  row. Axes outside the merge or split keep their chunks.
+- permute and reduce never rechunk (a reduction is dask's tree reduction per chunk).
+- a repeated (new) axis is one chunk when every later axis is one chunk, and chunks of 1 otherwise,
+  so that the merge that usually follows ('(c h) w') moves whole blocks instead of rechunking h.
+- a gather along an axis needs that whole axis in each block (an index may point anywhere on it):
+  that axis becomes one chunk, the others keep theirs, and the index is chunked to match.
+
+numpy's reshape, permute and reduce factories serve dask unchanged: they call array methods or numpy
+functions, which dask arrays implement lazily (NEP 18).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import dask.array as da
+import numpy as np
+from dask.array.reshape import reshape_blockwise
+
+from ..errors import RearrError
+from ..plan import (
+    AdvancedIndex,
+    Expand,
+    GatherAlong,
+    IndexUse,
+    Permute,
+    Reduce,
+    Reshape,
+    ScatterAlong,
+    ScatterRows,
+    TakeRows,
+)
+from . import _common
+from . import numpy as _np_backend
+from .numpy import _row_positions, _term
+from .numpy import dtype_kind as dtype_kind
+from .numpy import dtype_range as dtype_range
+from .numpy import itemsize as itemsize
+from .numpy import permute as permute
+from .numpy import reduce as reduce
+
+name = "dask"
+TENSOR = da.Array
+INDEXES_OTHER = True  # numpy's take_along_axis and indexing run on each block
+
+
+def load() -> None:
+    """dask reuses numpy's step factories, whose numpy is bound by their module's load()."""
+    _np_backend.load()
+
+
+def accepts(x: object) -> bool:
+    return isinstance(x, da.Array)
+
+
+def stack(xs: list) -> da.Array:
+    return da.stack(list(xs))
+
+
+def concat(xs: list, axis: int) -> da.Array:
+    return da.concatenate(list(xs), axis=axis)
+
+
+def einsum(spec: str, *xs: da.Array) -> da.Array:
+    return da.einsum(spec, *xs)
+
+
+# --- plain steps -------------------------------------------------------------
+
+
+def reshape(step: Reshape):
+    shape = step.shape
+
+    def run(x: da.Array, env) -> da.Array:
+        if x.shape == shape:
+            return x
+        if not _moves_whole_blocks(x.shape, x.chunks, shape):
+            # dask's rule: a merge makes its inner axes one chunk, a split cuts on rows. dask refuses a
+            # reshape that splits and merges one axis at once ((6, 4) -> (2, 12)): split first, then merge.
+            refined = _common_refinement(x.shape, shape)
+            if refined is not None and refined not in (tuple(x.shape), shape):
+                x = x.reshape(refined)
+            return x.reshape(shape)
+        # Each block is one block of the result: reshape block by block. Unit axes are dropped and put
+        # back by dask's reshape, which does that without a rechunk.
+        core = x.reshape(tuple(n for n in x.shape if n != 1))
+        return reshape_blockwise(core, tuple(n for n in shape if n != 1)).reshape(shape)
+
+    return run
+
+
+def _common_refinement(old: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The coarsest shape that both ``old`` and ``new`` merge from (a pattern's reshapes always have one:
+    its elementary axes), or None. (6, 4) and (2, 12) -> (2, 3, 4)."""
+    if 0 in old or 0 in new:
+        return None  # nothing to move: dask reshapes an empty array as it is
+    old, new = [n for n in old if n != 1], [n for n in new if n != 1]
+    out: list[int] = []
+    i = j = 0
+    a = old[0] if old else 1
+    b = new[0] if new else 1
+    while i < len(old) and j < len(new):
+        if a == b:
+            out.append(a)
+            i, j = i + 1, j + 1
+            a = old[i] if i < len(old) else 1
+            b = new[j] if j < len(new) else 1
+        elif a % b == 0:
+            out.append(b)
+            a //= b
+            j += 1
+            b = new[j] if j < len(new) else 1
+        elif b % a == 0:
+            out.append(a)
+            b //= a
+            i += 1
+            a = old[i] if i < len(old) else 1
+        else:
+            return None
+    return tuple(out)
+
+
+def _moves_whole_blocks(shape: tuple[int, ...], chunks: tuple[tuple[int, ...], ...], new: tuple[int, ...]) -> bool:
+    """Whether a reshape only merges axes whose blocks already follow each other in row-major order.
+
+    In each merged group, the axes before the innermost split one are in chunks of 1 and the axes
+    after it are one chunk each: then every block is a run of the result, in order. (dask's reshape
+    asks chunks of 1 of every axis before the group too, and rechunks otherwise.)
+    """
+    if 0 in shape:
+        return False
+    axes = [(n, c) for n, c in zip(shape, chunks) if n != 1]
+    out = [n for n in new if n != 1]
+    if len(out) >= len(axes):
+        return False
+    i = 0
+    for n in out:
+        group, size = [], 1
+        while size < n and i < len(axes):
+            group.append(axes[i])
+            size *= axes[i][0]
+            i += 1
+        if size != n or not group:
+            return False  # a split, or a mix of both: dask's own reshape
+        split = [k for k, (_, c) in enumerate(group) if len(c) > 1]
+        if split and any(len(c) != m for m, c in group[:split[-1]]):
+            return False
+    return i == len(axes)
+
+
+def expand(step: Expand):
+    shape = step.shape
+
+    def run(x: da.Array, env) -> da.Array:
+        chunks: list[tuple[int, ...]] = []
+        split_after = False  # does some later axis have more than one chunk?
+        for d in reversed(range(len(shape))):
+            n = shape[d]
+            if x.shape[d] == n:
+                c = x.chunks[d]
+            else:
+                c = (1,) * n if split_after and n else (n,)
+            chunks.append(c)
+            split_after = split_after or len(c) > 1
+        return da.broadcast_to(x, shape, chunks=tuple(reversed(chunks)))
+
+    return run
+
+
+# --- indices -----------------------------------------------------------------
+
+
+def convert_index(value: object, like: da.Array, name: str, text: str):
+    """A dask index stays lazy (its dtype is known without computing); anything else becomes numpy."""
+    if isinstance(value, da.Array):
+        if not np.issubdtype(value.dtype, np.integer):
+            raise _common.bad_index_dtype(name, value.dtype, text)
+        return value.astype(np.intp)
+    return _np_backend.convert_index(value, like, name, text)
+
+
+def check_index(t, use: IndexUse, text: str):
+    """numpy indices are checked now; dask ones when their blocks are computed, with the same error."""
+    if not isinstance(t, da.Array):
+        return _np_backend.check_index(t, use, text)
+    return t.map_blocks(_check_block, use, text, dtype=t.dtype)
+
+
+def _check_block(block: np.ndarray, use: IndexUse, text: str, block_info=None) -> np.ndarray:
+    n = use.length
+    bad = (block < -n) | (block >= n)
+    if bad.any():
+        first = np.argwhere(bad)[0]
+        start = [lo for lo, _ in block_info[0]["array-location"]] if block_info else [0] * block.ndim
+        raise _common.out_of_range(use, text, int(block[tuple(first)]),
+                                   tuple(int(i) + s for i, s in zip(first, start)))
+    return np.where(block < 0, block + n, block)
+
+
+def takerows(step: TakeRows):
+    terms, space = step.terms, step.space
+    return lambda x, env: x[_row_positions(terms, space, env)]
+
+
+def advancedindex(step: AdvancedIndex):
+    """x[c0, c1, ...] as one take of rows of x viewed as (leading axes, the rest)."""
+    lead = tuple(c.length for c in step.terms)
+    terms = tuple(dataclasses.replace(c, stride=math.prod(lead[i + 1:])) for i, c in enumerate(step.terms))
+    space = tuple(max(c.shape[d] for c in terms) for d in range(len(terms[0].shape)))
+
+    def run(x: da.Array, env) -> da.Array:
+        rest = x.shape[len(lead):]
+        rows = x.reshape((math.prod(lead), math.prod(rest)))
+        return rows[_row_positions(terms, space, env)].reshape(space + rest)
+
+    return run
+
+
+def gatheralong(step: GatherAlong):
+    dim, term, shape = step.dim, step.term, step.shape
+
+    def run(x: da.Array, env) -> da.Array:
+        x = x.rechunk({dim: -1})  # an index may point anywhere along dim: the whole axis in each block
+        chunks = tuple((n,) if d == dim else x.chunks[d] for d, n in enumerate(shape))
+        idx = da.broadcast_to(da.asarray(_term(term, env)), shape).rechunk(chunks)
+        return da.map_blocks(np.take_along_axis, x, idx, axis=dim, dtype=x.dtype, chunks=chunks)
+
+    return run
+
+
+def _no_scatter(step: ScatterRows | ScatterAlong):
+    def run(x, env):
+        raise RearrError("dask arrays cannot be scattered by rearr: a scatter may write any block from any "
+                         "other, and dask has no lazy at-style update", code="RA500", pattern=env.text,
+                         hint="compute the source first (src.compute()) and scatter the numpy array, or, "
+                         "when every index stays inside its block, scatter per block with src.map_blocks")
+
+    return run
+
+
+scatterrows = scatteralong = _no_scatter
+
+
+# --- the contract ----------------------------------------------------------------
+
+STEPS = {
+    Reshape: reshape,
+    Permute: permute,
+    Reduce: reduce,
+    Expand: expand,
+    TakeRows: takerows,
+    GatherAlong: gatheralong,
+    AdvancedIndex: advancedindex,
+    ScatterRows: scatterrows,
+    ScatterAlong: scatteralong,
+}
