@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .errors import RearrError
-from .recipe import parse, validate
+from .recipe import analyze, parse, validate
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class Signature:
     reduction_at: int | None = None
     options: frozenset[str] = frozenset()
     sizes_at: int | None = None  # flax layers: the lengths are one dict, `sizes=` or at this position
+    layer: str | None = None  # a rearr.layers class, whose constructor has rules of its own
 
 
 SIGNATURES: dict[str, Signature] = {
@@ -55,15 +56,16 @@ SIGNATURES: dict[str, Signature] = {
 # come at forward time, so their names are not missing lengths.
 _EINMIX = Signature("einmix", 0, options=frozenset({"weight_shape", "bias_shape"}))
 LAYERS: dict[str, Signature] = {
-    "Rearrange": Signature("rearrange", 0),
+    "Rearrange": Signature("rearrange", 0, layer="Rearrange"),
     "Reduce": Signature("reduce", 0, 1),
     "Repeat": Signature("repeat", 0),
     "EinMix": _EINMIX,
-    "Gather": Signature("rearrange", 0),
-    "Scatter": Signature("scatter", 0, 1, frozenset({"fill"})),
+    "Gather": Signature("rearrange", 0, layer="Gather"),
+    "Scatter": Signature("scatter", 0, 1, frozenset({"fill"}), layer="Scatter"),
 }
-# einops' EinMix refuses groups in weight_shape and bias_shape, which rearr's takes.
-_EINOPS_LAYERS = {**{name: LAYERS[name] for name in ("Rearrange", "Reduce")},
+# einops' Rearrange takes no index brackets (they are not einops'), and its EinMix refuses groups in
+# weight_shape and bias_shape, which rearr's takes.
+_EINOPS_LAYERS = {"Rearrange": Signature("rearrange", 0), "Reduce": LAYERS["Reduce"],
                   "EinMix": Signature("einops-einmix", 0, options=_EINMIX.options)}
 # flax's layers are dataclasses: Rearrange(pattern, sizes), Reduce(pattern, reduction, sizes),
 # EinMix(pattern, weight_shape, bias_shape, sizes), and `name=`/`parent=` are flax's own.
@@ -413,10 +415,39 @@ def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_n
                                            or _has_star(call.args, sig.reduction_at)):
         reduction = _UNKNOWN_REDUCTION[sig.op]  # a variable, a lambda, or passed through *args/**kwargs
     err = validate(pattern.value, sig.op, reduction, lengths[0])
+    if err is None and sig.layer is not None:
+        err = _layer_error(sig.layer, pattern.value, sig.op, reduction, lengths[0], _argument(call, {}, "fill", 2)
+                           if sig.layer == "Scatter" else None, call)
     if err is None or lengths[1] and err.code in _LENGTH_CODES:  # **kwargs: the lengths are incomplete
         return None
     at_reduction = err.code == "RA400" and isinstance(reduction_node, ast.Constant)
     return pattern, err, reduction_node if at_reduction else None
+
+
+def _layer_error(layer: str, text: str, op: str, reduction: object, lengths: dict[str, object],
+                 fill: ast.expr | None, call: ast.Call) -> RearrError | None:
+    """The rules of rearr.layers' constructors beyond their function's (rearr/layers.py; the test
+    suite checks that both agree): an index tensor comes to forward, never to the constructor."""
+    r = analyze(text, op, reduction, tuple(sorted(lengths)))  # type: ignore[arg-type]  # valid: validated
+    if layer == "Rearrange" and r.gathers:
+        return RearrError("Rearrange takes no index brackets: their tensors come with each call", code="RA204",
+                          pattern=text, col=r.gathers[0].col - 1,
+                          hint=f"use rearr.layers.Gather({text!r}) and pass the index to forward")
+    if layer == "Gather" and not r.gathers:
+        return RearrError("Gather needs an index bracket on the input side", code="RA204", pattern=text, col=0,
+                          hint="write the axis that is read with its index, e.g. 'b n[idx] -> b'; without one, "
+                          "use rearr.layers.Rearrange")
+    for spec in r.gathers + r.scatters:
+        if spec.name in lengths:
+            return RearrError(f"{spec.name!r} is an index: its tensor comes with each call, not to the constructor",
+                              code="RA204", pattern=text, col=spec.col,
+                              hint=f"drop {spec.name}= here and call the layer with {spec.name}=tensor")
+    if fill is None:
+        fill = next((k.value for k in call.keywords if k.arg == "fill"), None)
+    if isinstance(fill, ast.Constant) and (isinstance(fill.value, bool) or not isinstance(fill.value, int | float)):
+        return RearrError(f"fill= must be a number, not {type(fill.value).__name__}", code="RA500", pattern=text,
+                          hint="pass a Python number, e.g. fill=0.0")
+    return None
 
 
 def _argument(call: ast.Call, keywords: dict[str, ast.expr], name: str, at: int) -> ast.expr | None:
@@ -568,8 +599,8 @@ def _einmix_sides(pattern: str, lengths: dict[str, object]) -> tuple[dict[str, i
     """The input's axes (name -> column) and the output's (in order); '...' is named '...'."""
     arrow = pattern.find("->")
     if arrow < 0:
-        raise RearrError("EinMix needs '->' between input and output", code="RA101", pattern=pattern,
-                         col=len(pattern), hint="write the input axes, '->', then the output axes, e.g. 't c -> t d'")
+        raise RearrError("EinMix's pattern is one input operand, '->', one output operand", code="RA206",
+                         pattern=pattern, col=len(pattern), hint="e.g. 'b t c -> b t cout', with weight_shape='c cout'")
     parsed = parse(pattern)
     if len(parsed.inputs) != 1 or len(parsed.outputs or ()) != 1:
         extra = (parsed.inputs + (parsed.outputs or ()))[1 if len(parsed.inputs) > 1 else 2]

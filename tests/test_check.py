@@ -948,3 +948,45 @@ def test_a_call_uses_the_nearest_import_above_it():
         "rearrange(x, 'b c -> c')",  # rebound: not rearr's
     ])
     assert check(source, einops=True) == at(source, (8, "RA301", "(h h2"), (10, "RA200", "b c -> c"))
+
+
+# Constructor calls of rearr.layers: check finds exactly the error the constructor raises.
+LAYER_CALLS = [
+    'Rearrange("b c h w -> b (c h w)")',
+    'Rearrange("a b -> a")',
+    'Rearrange("(b m) n -> b m n")',
+    'Rearrange("b n[i] -> b")',  # index brackets belong to Gather
+    'Reduce("a b -> a", "median")',
+    'Reduce("a (b c) -> a", "max", c=2)',
+    'Repeat("a -> a b")',
+    'Repeat("a -> a b", b=2)',
+    'Gather("a b -> b a")',  # no bracket
+    'Gather("b n[idx] -> b")',
+    'Gather("b n[idx] -> b", idx=3)',  # an index given to the constructor
+    'Gather("v[ids: b t] d -> b t d")',
+    'Scatter("b k -> b n[idx]", "sum", idx=3)',
+    'Scatter("b k -> b n[idx]", "sum", fill="zero")',
+    'Scatter("b k -> b n[idx]", "sum", None)',
+    'Scatter("b k -> b n[idx]", "sum", -1.5)',
+    'Scatter("b k -> b n[idx]", "sum", fill=True)',
+    'Scatter("b k -> b n[idx]", "mean", n=4)',
+    'Scatter("b k -> b n[idx]", "avg")',
+    'EinMix("b c", "c d", c=2, d=3)',
+    'EinMix("b c -> b d", "c d", c=2)',
+    'EinMix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", h=4, w=4, h2=2, w2=2)',
+    'EinMix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", "h2 w2", h=4, w=4, h2=2, w2=2)',
+    'EinMix("b c -> b d", "c d", "e", c=2, d=3)',
+    'EinMix("... c -> b d", "c d", c=2, d=3)',
+]
+
+
+@pytest.mark.parametrize("call", LAYER_CALLS)
+def test_check_finds_what_the_layer_constructor_raises(call):
+    pytest.importorskip("torch")
+    layers = pytest.importorskip("rearr.layers")
+    try:
+        eval(call, dict(vars(layers)))
+        raised = []
+    except RearrError as e:
+        raised = [e.code]
+    assert [p.code for p in lint.check_source(f"from rearr.layers import *\n{call}\n")] == raised
