@@ -414,9 +414,12 @@ def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_n
     elif sig.reduction_at is not None and (reduction_node is not None or any(k.arg is None for k in call.keywords)
                                            or _has_star(call.args, sig.reduction_at)):
         reduction = _UNKNOWN_REDUCTION[sig.op]  # a variable, a lambda, or passed through *args/**kwargs
-    err = validate(pattern.value, sig.op, reduction, lengths[0])
+    op = sig.op
+    if op == "reduce" and reduction == "rearrange":  # as einops (and rearr.api, rearr.layers): reduces nothing
+        op, reduction = "rearrange", None
+    err = validate(pattern.value, op, reduction, lengths[0])
     if err is None and sig.layer is not None:
-        err = _layer_error(sig.layer, pattern.value, sig.op, reduction, lengths[0], _argument(call, {}, "fill", 2)
+        err = _layer_error(sig.layer, pattern.value, op, reduction, lengths[0], _argument(call, {}, "fill", 2)
                            if sig.layer == "Scatter" else None, call)
     if err is None or lengths[1] and err.code in _LENGTH_CODES:  # **kwargs: the lengths are incomplete
         return None

@@ -316,6 +316,18 @@ def test_reduction_that_is_not_a_literal_is_accepted():
     assert check(source) == at(source, (8, "RA400", "'b c -> b'"))  # the pattern: there is no reduction
 
 
+def test_reduce_with_rearrange_is_a_rearrange_as_in_einops():
+    source = "\n".join([
+        "import rearr, einops",
+        "from rearr.layers import Reduce",
+        "rearr.reduce(x, 'a b c -> c (b a)', 'rearrange')",
+        "einops.reduce(x, 'a b c -> c (b a)', 'rearrange')",
+        "Reduce('b h c -> c h b', 'rearrange')",
+        "rearr.reduce(x, 'a b c -> a', 'rearrange')",  # nothing may be reduced then
+    ])
+    assert check(source, einops=True) == at(source, (6, "RA200", "b c -> a"))
+
+
 def test_literal_lengths_are_checked_and_variables_are_not():
     source = "import rearr\n" + "\n".join(
         f"rearr.rearrange(x, 'b (c h) -> b c h', h={value})" for value in ["4", "n", "-2", "+3", "'4'", "4.0", "True"]
@@ -958,6 +970,8 @@ LAYER_CALLS = [
     'Rearrange("b n[i] -> b")',  # index brackets belong to Gather
     'Reduce("a b -> a", "median")',
     'Reduce("a (b c) -> a", "max", c=2)',
+    'Reduce("b h c -> c h b", "rearrange")',
+    'Reduce("b h c -> c b", "rearrange")',
     'Repeat("a -> a b")',
     'Repeat("a -> a b", b=2)',
     'Gather("a b -> b a")',  # no bracket
