@@ -10,8 +10,10 @@ imports torch; `explain` imports the planner and the backends when it runs.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
@@ -36,7 +38,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_usage(sys.stderr)
         return 2
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:  # the reader of `rearr explain ... | head` stopped early
+        _drop_stdout()
+        return 1
+
+
+def _drop_stdout() -> None:
+    """After a closed pipe: point stdout at devnull, so that the flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,37 +82,82 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> int:
-    files, unreadable = python_files(args.paths)
+    files, unreadable, notes = python_files(args.paths)
     for message in unreadable:
-        print(f"rearr check: {message}", file=sys.stderr)
-    problems = [p for path in files for p in lint.check_file(path, einops=args.einops)]
+        _say(f"rearr check: {message}")
+    problems = [p for path in files for p in lint.check_file(path, einops=args.einops, notes=notes)]
+    for note in notes:
+        _say(f"rearr check: note: {note}")
+    code = 2 if unreadable or any(p.code in lint.UNCHECKED for p in problems) else 1 if problems else 0
     out = FORMATS[args.format](problems)
     if out:
-        print(out)
-    if unreadable or any(p.code in lint.UNCHECKED for p in problems):
-        return 2
-    return 1 if problems else 0
+        try:
+            _print_out(out, problems if args.format == "json" else None)
+        except BrokenPipeError:  # `rearr check | head`: the reader has all it wanted; the verdict stands
+            _drop_stdout()
+    return code
 
 
-def python_files(paths: Iterable[str]) -> tuple[list[str], list[str]]:
-    """The files to check, each folder's in sorted order, and a message for each path that cannot be read.
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _print_out(out: str, json_problems: list[lint.Problem] | None) -> None:
+    """Print to stdout whatever its encoding: JSON as ASCII escapes, text with backslash escapes."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        out.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        if json_problems is not None:
+            out = format_json(json_problems, ascii_only=True)
+        else:
+            out = out.encode(encoding, "backslashreplace").decode(encoding)
+    print(out)
+    sys.stdout.flush()  # a closed pipe shows here, inside main's handler, not at exit
+
+
+def python_files(paths: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+    """The files to check, each folder's in sorted order; a message for each path that cannot be read;
+    and a note for each file in a folder that is skipped because it is not a regular file (a FIFO).
 
     A file named on the command line is checked whatever its suffix; in folders, only *.py files.
     """
     files: list[str] = []
     unreadable: list[str] = []
+    notes: list[str] = []
     for path in paths:
-        if os.path.isdir(path):
-            found = []
-            for root, dirs, names in os.walk(path, onerror=lambda e: unreadable.append(f"{e.filename}: {e.strerror}")):
-                dirs[:] = [d for d in dirs if not _skipped_dir(d)]
-                found += [os.path.join(root, n) for n in names if n.endswith(".py")]
-            files += sorted(os.path.normpath(f) for f in found)
-        elif os.path.exists(path):
-            files.append(os.path.normpath(path))
-        else:
-            unreadable.append(f"{path}: no such file or folder")
-    return list(dict.fromkeys(files)), unreadable
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as e:  # a missing path, or a symlink loop
+            reason = "no such file or folder" if e.errno == errno.ENOENT else lint.describe_os_error(e)
+            unreadable.append(f"{path}: {reason}")
+            continue
+        if not stat.S_ISDIR(mode):
+            files.append(os.path.normpath(path))  # a FIFO or a device named here is RA002: never read
+            continue
+        found = []
+        for root, dirs, names in os.walk(path, onerror=lambda e: unreadable.append(f"{e.filename}: {e.strerror}")):
+            dirs[:] = [d for d in dirs if not _skipped_dir(d)]
+            for name in names:
+                if name.endswith(".py"):
+                    found.append(os.path.join(root, name))
+        for file in sorted(os.path.normpath(f) for f in found):
+            kind = _not_regular(file)
+            if kind is None:
+                files.append(file)
+            else:
+                notes.append(f"{file}: skipped: not a regular file ({kind})")
+    return list(dict.fromkeys(files)), unreadable, notes
+
+
+def _not_regular(path: str) -> str | None:
+    """What the file is when it exists and is not a regular file; None otherwise (a file that
+    cannot be stat'ed, such as a link loop, is checked, and reported by check_file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else lint.file_kind(mode)
 
 
 def _skipped_dir(name: str) -> bool:
@@ -132,9 +190,9 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def format_json(problems: list[lint.Problem]) -> str:
+def format_json(problems: list[lint.Problem], ascii_only: bool = False) -> str:
     keys = ("path", "line", "col", "end_line", "end_col", "code", "message", "hint", "pattern")
-    return json.dumps([{k: getattr(p, k) for k in keys} for p in problems], indent=2, ensure_ascii=False)
+    return json.dumps([{k: getattr(p, k) for k in keys} for p in problems], indent=2, ensure_ascii=ascii_only)
 
 
 FORMATS: dict[str, Callable[[list[lint.Problem]], str]] = {

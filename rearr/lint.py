@@ -7,51 +7,86 @@ checker and the library can never disagree. This module imports nothing of rearr
 but rearr.recipe and rearr.errors, and nothing that needs a tensor library:
 checking a tree never imports torch.
 
-Names are resolved per file, not per scope: an ``import`` anywhere in the file
-binds the name for the whole file (a later import of the same name wins).
+Names are resolved per file, not per scope: a call uses the nearest import of its name above
+it, wherever that import stands (the first one, when none is above).
 """
 
 from __future__ import annotations
 
 import ast
+import errno
+import os
 import re
+import stat
+import sys
 import warnings
-from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from . import ir
 from .errors import RearrError
-from .recipe import validate
+from .recipe import analyze, parse, validate
 
 
 @dataclass(frozen=True)
 class Signature:
     """Where a function takes its pattern and reduction, and which keywords are not lengths."""
 
+    op: str  # whose rules apply: an operation of rearr.recipe, "einmix" (rearr's) or "einops-einmix"
     pattern_at: int  # index among the positional arguments; -1: the last one (einsum)
     reduction_at: int | None = None
     options: frozenset[str] = frozenset()
+    sizes_at: int | None = None  # flax layers: the lengths are one dict, `sizes=` or at this position
+    layer: str | None = None  # a rearr.layers class, whose constructor has rules of its own
 
 
 SIGNATURES: dict[str, Signature] = {
-    "rearrange": Signature(1, options=frozenset({"check_bounds"})),  # gathers check their indices too
-    "reduce": Signature(1, 2),
-    "repeat": Signature(1),
-    "scatter": Signature(1, 2, frozenset({"fill", "into", "check_bounds"})),
-    "einsum": Signature(-1),
-    "pack": Signature(1),
-    "unpack": Signature(2),
-    "parse_shape": Signature(1),
+    "rearrange": Signature("rearrange", 1, options=frozenset({"check_bounds"})),  # gathers check indices too
+    "reduce": Signature("reduce", 1, 2),
+    "repeat": Signature("repeat", 1),
+    "scatter": Signature("scatter", 1, 2, frozenset({"fill", "into", "check_bounds"})),
+    "einsum": Signature("einsum", -1),
+    "pack": Signature("pack", 1),
+    "unpack": Signature("unpack", 2),
+    "parse_shape": Signature("parse_shape", 1),
 }
 
-# The functions each package exports whose patterns rearr reads the same way.
-PACKAGES: dict[str, tuple[str, ...]] = {
-    "rearr": tuple(SIGNATURES),
-    "einops": ("rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"),
+# rearr.layers: the pattern comes first; Gather's and Scatter's index tensors (and Scatter's into=)
+# come at forward time, so their names are not missing lengths.
+_EINMIX = Signature("einmix", 0, options=frozenset({"weight_shape", "bias_shape"}))
+LAYERS: dict[str, Signature] = {
+    "Rearrange": Signature("rearrange", 0, layer="Rearrange"),
+    "Reduce": Signature("reduce", 0, 1),
+    "Repeat": Signature("repeat", 0),
+    "EinMix": _EINMIX,
+    "Gather": Signature("rearrange", 0, layer="Gather"),
+    "Scatter": Signature("scatter", 0, 1, frozenset({"fill"}), layer="Scatter"),
+}
+# einops' Rearrange takes no index brackets (they are not einops'), and its EinMix refuses groups in
+# weight_shape and bias_shape, which rearr's takes.
+_EINOPS_LAYERS = {"Rearrange": Signature("rearrange", 0), "Reduce": LAYERS["Reduce"],
+                  "EinMix": Signature("einops-einmix", 0, options=_EINMIX.options)}
+# flax's layers are dataclasses: Rearrange(pattern, sizes), Reduce(pattern, reduction, sizes),
+# EinMix(pattern, weight_shape, bias_shape, sizes), and `name=`/`parent=` are flax's own.
+_FLAX_LAYERS = {
+    "Rearrange": Signature("rearrange", 0, sizes_at=1),
+    "Reduce": Signature("reduce", 0, 1, sizes_at=2),
+    "EinMix": Signature("einops-einmix", 0, sizes_at=3),
+}
+
+# What each module exports whose patterns rearr reads the same way, by the module's full name.
+MODULES: dict[str, dict[str, Signature]] = {
+    "rearr": SIGNATURES,
+    "rearr.layers": LAYERS,
+    "einops": {name: SIGNATURES[name] for name in
+               ("rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape")},
+    **{f"einops.layers.{fw}": _EINOPS_LAYERS for fw in ("torch", "tensorflow", "keras", "paddle", "oneflow")},
+    "einops.layers.flax": _FLAX_LAYERS,
 }
 
 # Codes of files that could not be checked at all (as opposed to patterns found wrong).
-UNCHECKED = ("RA001", "RA002")
+UNCHECKED = ("RA001", "RA002", "RA003")
 
 # Lengths are incomplete when a call passes **kwargs: these errors may be false alarms then.
 _LENGTH_CODES = ("RA300", "RA301")
@@ -62,6 +97,21 @@ _UNKNOWN_REDUCTION: dict[str, object] = {"reduce": callable, "scatter": "sum"}
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # the line ends that ast counts (not \f, \v, \x1c ...)
 _QUOTES = ('"""', "'''", '"', "'")
+
+# Larger files are not read: no hand-written Python file comes near it, and input like /dev/zero
+# must not exhaust the memory.
+MAX_BYTES = 16 * 2**20
+
+PYTHON = "Python {}.{}.{}".format(*sys.version_info[:3])  # the Python that parses the files
+
+# Syntax that a newer Python added, recognised where an older parser stops: (the first Python that
+# parses it, 'line:' or 'msg:' and a regular expression on the error's line or message, what it is).
+_NEWER_SYNTAX: tuple[tuple[tuple[int, int], str, str], ...] = (
+    ((3, 12), r"line:^\s*type\s+[A-Za-z_]\w*\s*[\[=]", "a 'type' statement"),
+    ((3, 12), r"line:^\s*(?:async\s+)?(?:def|class)\s+[A-Za-z_]\w*\s*\[", "a type parameter list"),
+    ((3, 12), r"msg:^f-string", "this f-string (PEP 701)"),
+    ((3, 14), r"msg:multiple exception types must be parenthesized", "'except' without parentheses"),
+)
 
 
 @dataclass(frozen=True)
@@ -84,32 +134,48 @@ class Problem:
         return f"{self.message} (fix: {self.hint})" if self.hint else self.message
 
 
-def check_source(source: str, path: str = "<string>", *, einops: bool = False) -> list[Problem]:
-    """Every problem in one file's source, in source order."""
+def check_source(
+    source: str, path: str = "<string>", *, einops: bool = False, notes: list[str] | None = None
+) -> list[Problem]:
+    """Every problem in one file's source, in source order.
+
+    A file that Python cannot parse is a problem only when it names a checked package (it may
+    hold patterns that went unchecked); otherwise it is one line in ``notes``, when given.
+    """
+    packages = ["rearr", "einops"] if einops else ["rearr"]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. invalid escape sequences: not ours to report
             tree = ast.parse(source, path)
-    except (SyntaxError, ValueError, RecursionError) as e:
-        return [_syntax_problem(path, e)]
-    packages = [p for p in PACKAGES if p == "rearr" or einops]
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # deep nesting: MemoryError
+        problem = _syntax_problem(path, source, e)
+        if re.search(rf"\b(?:{'|'.join(packages)})\b", source):
+            return [problem]
+        if notes is not None:
+            notes.append(f"{path}:{problem.line}: not checked (it names no {' nor '.join(packages)}): "
+                         f"{problem.message}")
+        return []
     lines: list[str] | None = None
     problems = []
-    for call, op in _calls(tree, source, packages):
-        found = _check_call(call, op)
+    for call, sig in _calls(tree, source, packages):
+        found = _check_call(call, sig)
         if found is not None:
             lines = lines if lines is not None else _NEWLINE.split(source)
             problems.append(_problem(path, lines, *found))
     return sorted(problems, key=lambda p: (p.line, p.col))
 
 
-def check_file(path: str, *, einops: bool = False) -> list[Problem]:
-    """`check_source` on a file; a file that cannot be read or decoded is one RA002 problem."""
+def check_file(path: str, *, einops: bool = False, notes: list[str] | None = None) -> list[Problem]:
+    """`check_source` on a file; a file that cannot be read or decoded is one RA002 problem.
+
+    Only regular files are read (a FIFO would block, a device may never end), and at most MAX_BYTES.
+    """
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = _read(path)
     except OSError as e:
-        return [Problem(path, 1, 1, 1, 1, "RA002", f"cannot read the file: {e.strerror or e}")]
+        return [Problem(path, 1, 1, 1, 1, "RA002", f"cannot read the file: {describe_os_error(e)}")]
+    except _NotRead as e:
+        return [Problem(path, 1, 1, 1, 1, "RA002", str(e), e.hint)]
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -117,32 +183,88 @@ def check_file(path: str, *, einops: bool = False) -> list[Problem]:
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1  # in bytes: the line is not text
         message = f"the file is not UTF-8 (byte 0x{data[e.start]:02x})"
         return [Problem(path, line, col, line, col + 1, "RA002", message, "save the file as UTF-8")]
-    return check_source(source.removeprefix("\ufeff"), path, einops=einops)
+    return check_source(source.removeprefix("\ufeff"), path, einops=einops, notes=notes)
 
 
-def _syntax_problem(path: str, e: Exception) -> Problem:
+class _NotRead(Exception):
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def _read(path: str) -> bytes:
+    # O_NONBLOCK: opening a FIFO that nobody writes to must not wait; fstat then says what was opened.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRead(f"not a regular file ({file_kind(mode)}): not read",
+                           "name Python source files; in folders, other files are skipped")
+        f = os.fdopen(fd, "rb")  # owns fd from here on
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
+        data = f.read(MAX_BYTES + 1)  # the file may grow after fstat: never read more than the cap
+    if len(data) > MAX_BYTES:
+        raise _NotRead(f"the file is larger than {MAX_BYTES // 2**20} MiB: not read",
+                       "rearr check reads hand-written source: leave generated files out")
+    return data
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a plain file")
+
+
+def describe_os_error(e: OSError) -> str:
+    """An OSError in words; a symlink loop is named, since 'no such file' would send the reader astray."""
+    if e.errno == errno.ELOOP:
+        return "a symbolic link loop (too many levels of symbolic links)"
+    return e.strerror or str(e)
+
+
+def _syntax_problem(path: str, source: str, e: Exception) -> Problem:
     if not isinstance(e, SyntaxError):
-        return Problem(path, 1, 1, 1, 1, "RA001", f"Python cannot parse the file: {e}")
+        what = "it nests too deeply" if isinstance(e, MemoryError | RecursionError) else str(e)
+        return Problem(path, 1, 1, 1, 2, "RA001", f"{PYTHON} cannot parse the file: {what}")
     line, col = e.lineno or 1, e.offset or 1
     end_line, end_col = e.end_lineno or line, e.end_offset or 0
     if (end_line, end_col) <= (line, col):  # unknown or empty span: mark one character
         end_line, end_col = line, col + 1
-    return Problem(path, line, col, end_line, end_col, "RA001", f"Python syntax error: {e.msg}")
+    newer = _newer_syntax(e, _NEWLINE.split(source)[line - 1:line])
+    if newer is None:
+        return Problem(path, line, col, end_line, end_col, "RA001", f"{PYTHON} cannot parse the file: {e.msg}")
+    version = "{}.{}".format(*newer[0])
+    return Problem(path, line, col, end_line, end_col, "RA003",
+                   f"{newer[1]} needs Python {version}; {PYTHON} cannot parse the file",
+                   f"run rearr check with Python {version} or newer")
 
 
-def _calls(tree: ast.Module, source: str, packages: list[str]) -> Iterator[tuple[ast.Call, str]]:
-    """The calls of the packages' functions, with the operation each one is."""
+def _newer_syntax(e: SyntaxError, line: list[str]) -> tuple[tuple[int, int], str] | None:
+    """(the Python that added it, what it is) when the error is syntax newer than this Python's."""
+    for version, rule, what in _NEWER_SYNTAX:
+        where, _, regex = rule.partition(":")
+        if sys.version_info < version and re.search(regex, "".join(line) if where == "line" else e.msg or ""):
+            return version, what
+    return None
+
+
+def _calls(tree: ast.Module, source: str, packages: list[str]) -> Iterator[tuple[ast.Call, Signature]]:
+    """The calls of the packages' functions and layers, with the signature of each."""
     # An import of a package spells its name, and a call of a function (or an import that binds
     # the name to something else) spells the name: only the parts of the tree on such lines are
     # looked into, and most files have none.
-    modules, functions = _bindings(_imports(_nodes_on(tree, _lines_naming(source, packages))), packages)
-    if not (modules or functions):
+    names = _bindings(_imports(_nodes_on(tree, _lines_naming(source, packages))), packages)
+    if not names.ours:
         return
-    nodes = list(_nodes_on(tree, _lines_naming(source, [*packages, *modules, *functions])))
-    modules, functions = _bindings(_imports(nodes), packages)
+    nodes = list(_nodes_on(tree, _lines_naming(source, [*packages, *names.ours])))
+    names = _bindings(_imports(nodes), packages)
     for node in nodes:
-        if isinstance(node, ast.Call) and (op := _operation(node.func, modules, functions)):
-            yield node, op
+        if isinstance(node, ast.Call) and (sig := _operation(node.func, names, (node.lineno, node.col_offset))):
+            yield node, sig
 
 
 def _imports(nodes: Iterable[ast.AST]) -> list[ast.Import | ast.ImportFrom]:
@@ -151,13 +273,20 @@ def _imports(nodes: Iterable[ast.AST]) -> list[ast.Import | ast.ImportFrom]:
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
-def _operation(func: ast.expr, modules: dict[str, str], functions: dict[str, str]) -> str | None:
-    """The operation that ``func(...)`` calls: ``rearrange(...)``, ``rearr.rearrange(...)``, or None."""
+def _operation(func: ast.expr, names: _Names, at: tuple[int, int]) -> Signature | None:
+    """What ``func(...)`` at ``at`` calls -- ``rearrange(...)``, ``rearr.rearrange(...)``,
+    ``einops.layers.torch.Rearrange(...)``, ``L.Rearrange(...)`` -- or None."""
     if isinstance(func, ast.Name):
-        return functions.get(func.id)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
-        return func.attr if func.attr in PACKAGES[modules[func.value.id]] else None
-    return None
+        return names.at(func.id, at)[1]
+    attrs = []
+    while isinstance(func, ast.Attribute):
+        attrs.append(func.attr)
+        func = func.value
+    module = names.at(func.id, at)[0] if attrs and isinstance(func, ast.Name) else None
+    if module is None:
+        return None
+    *path, name = [module, *reversed(attrs)]
+    return MODULES.get(".".join(path), {}).get(name)
 
 
 def _lines_naming(source: str, names: list[str]) -> list[int]:
@@ -201,63 +330,150 @@ def _nodes_on(tree: ast.AST, lines: list[int]) -> Iterator[ast.AST]:
                 stack.append(value)
 
 
-def _bindings(
-    imports: list[ast.Import | ast.ImportFrom], packages: list[str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """Names bound to the packages (name -> package) and to their functions (name -> operation)."""
-    modules: dict[str, str] = {}
-    functions: dict[str, str] = {}
+class _Names:
+    """What each name is bound to by the imports, from where each import stands."""
 
-    def bind(name: str, module: str | None = None, function: str | None = None) -> None:
-        # Any import of a name unbinds what an earlier import bound it to.
-        modules.pop(name, None)
-        functions.pop(name, None)
-        if module is not None:
-            modules[name] = module
-        if function is not None:
-            functions[name] = function
+    def __init__(self) -> None:
+        # name -> [(position, module's full name or None, signature or None)], in source order
+        self.imports: dict[str, list[tuple[tuple[int, int], str | None, Signature | None]]] = {}
+        self.ours: set[str] = set()  # the names that some import binds to one of ours
 
-    for node in imports:  # in source order: a later import of a name wins
+    def bind(self, at: tuple[int, int], name: str, module: str | None = None,
+             function: Signature | None = None) -> None:
+        self.imports.setdefault(name, []).append((at, module, function))
+        if module is not None or function is not None:
+            self.ours.add(name)
+
+    def at(self, name: str, at: tuple[int, int]) -> tuple[str | None, Signature | None]:
+        """The binding of the nearest import of the name above ``at`` (the first one, if none is
+        above: an import at the end of the file, or in a function defined further down)."""
+        found = self.imports.get(name)
+        if not found:
+            return None, None
+        i = bisect_right([position for position, _, _ in found], at) - 1
+        _, module, function = found[max(i, 0)]
+        return module, function
+
+
+def _bindings(imports: list[ast.Import | ast.ImportFrom], packages: list[str]) -> _Names:
+    """Names bound to the packages' modules (the module's full name) and to their functions and
+    layers (a signature); an import of a name that is not ours is recorded too: it unbinds it."""
+    names = _Names()
+
+    def ours(module: str | None) -> bool:
+        return module is not None and module.partition(".")[0] in packages
+
+    for node in imports:  # in source order
+        at = (node.lineno, node.col_offset)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.partition(".")[0]
                 if alias.asname is None:  # `import a.b` binds `a`
-                    bind(top, top if top in packages else None)
-                else:  # `import a.b as c` binds c to a.b, which is not the package
-                    bind(alias.asname, alias.name if alias.name in packages else None)
+                    names.bind(at, top, top if ours(top) else None)
+                else:  # `import a.b as c` binds c to a.b
+                    names.bind(at, alias.asname, alias.name if ours(alias.name) else None)
         else:
-            package = node.module if node.level == 0 and node.module in packages else None
+            module = node.module if node.level == 0 and ours(node.module) else None
+            exports = MODULES.get(module or "", {})
             for alias in node.names:
                 if alias.name == "*":
-                    for name in PACKAGES[package] if package else ():
-                        bind(name, function=name)
-                else:
-                    known = package is not None and alias.name in PACKAGES[package]
-                    bind(alias.asname or alias.name, function=alias.name if known else None)
-    return modules, functions
+                    for name, sig in exports.items():
+                        names.bind(at, name, function=sig)
+                elif alias.name in exports:  # a function or a layer
+                    names.bind(at, alias.asname or alias.name, function=exports[alias.name])
+                else:  # a submodule (`from einops.layers import torch`), or anything else
+                    names.bind(at, alias.asname or alias.name, f"{module}.{alias.name}" if module else None)
+    return names
 
 
-def _check_call(call: ast.Call, op: str) -> tuple[ast.Constant, RearrError, ast.expr | None] | None:
-    """(pattern literal, the error, the reduction literal if it is the fault) when the call is wrong."""
-    sig = SIGNATURES[op]
+# (the literal at fault, the error, the reduction literal when it is the fault)
+Found = tuple[ast.Constant, RearrError, "ast.expr | None"]
+
+
+def _check_call(call: ast.Call, sig: Signature) -> Found | None:
+    """What is wrong with one call whose pattern is a literal, if anything."""
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     open_kwargs = len(keywords) < len(call.keywords)
-    pattern = keywords.pop("pattern", None) or _positional(call.args, sig.pattern_at)
-    if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+    pattern = _argument(call, keywords, "pattern", sig.pattern_at)
+    if not isinstance(pattern, ast.Constant) or not isinstance(pattern.value, str):
         return None  # not a literal (an f-string is a JoinedStr): nothing to check without running
-    reduction_node, reduction = None, None
-    if sig.reduction_at is not None:
-        reduction_node = keywords.pop("reduction", None) or _positional(call.args, sig.reduction_at)
-        if isinstance(reduction_node, ast.Constant):
-            reduction = reduction_node.value
-        elif reduction_node is not None or open_kwargs or _has_star(call.args, sig.reduction_at):
-            reduction = _UNKNOWN_REDUCTION[op]  # a variable, a lambda, or passed through *args/**kwargs
-    lengths = {name: _literal(value) for name, value in keywords.items() if name not in sig.options}
-    err = validate(pattern.value, op, reduction, lengths)
-    if err is None or (open_kwargs and err.code in _LENGTH_CODES):
+    if sig.op in ("einmix", "einops-einmix"):
+        weight = _argument(call, keywords, "weight_shape", 1)
+        bias = _argument(call, keywords, "bias_shape", 2)
+        return _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
+                             groups=sig.op == "einmix")
+    reduction = None if sig.reduction_at is None else _argument(call, keywords, "reduction", sig.reduction_at)
+    return _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
+
+
+def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_node: ast.expr | None,
+              lengths: tuple[dict[str, object], bool]) -> Found | None:
+    reduction = None
+    if isinstance(reduction_node, ast.Constant):
+        reduction = reduction_node.value
+    elif sig.reduction_at is not None and (reduction_node is not None or any(k.arg is None for k in call.keywords)
+                                           or _has_star(call.args, sig.reduction_at)):
+        reduction = _UNKNOWN_REDUCTION[sig.op]  # a variable, a lambda, or passed through *args/**kwargs
+    op = sig.op
+    if op == "reduce" and reduction == "rearrange":  # as einops (and rearr.api, rearr.layers): reduces nothing
+        op, reduction = "rearrange", None
+    err = validate(pattern.value, op, reduction, lengths[0])
+    if err is None and sig.layer is not None:
+        err = _layer_error(sig.layer, pattern.value, op, reduction, lengths[0], _argument(call, {}, "fill", 2)
+                           if sig.layer == "Scatter" else None, call)
+    if err is None or lengths[1] and err.code in _LENGTH_CODES:  # **kwargs: the lengths are incomplete
         return None
     at_reduction = err.code == "RA400" and isinstance(reduction_node, ast.Constant)
     return pattern, err, reduction_node if at_reduction else None
+
+
+def _layer_error(layer: str, text: str, op: str, reduction: object, lengths: dict[str, object],
+                 fill: ast.expr | None, call: ast.Call) -> RearrError | None:
+    """The rules of rearr.layers' constructors beyond their function's (rearr/layers.py; the test
+    suite checks that both agree): an index tensor comes to forward, never to the constructor."""
+    r = analyze(text, op, reduction, tuple(sorted(lengths)))  # type: ignore[arg-type]  # valid: validated
+    if layer == "Rearrange" and r.gathers:
+        return RearrError("Rearrange takes no index brackets: their tensors come with each call", code="RA204",
+                          pattern=text, col=r.gathers[0].col - 1,
+                          hint=f"use rearr.layers.Gather({text!r}) and pass the index to forward")
+    if layer == "Gather" and not r.gathers:
+        return RearrError("Gather needs an index bracket on the input side", code="RA204", pattern=text, col=0,
+                          hint="write the axis that is read with its index, e.g. 'b n[idx] -> b'; without one, "
+                          "use rearr.layers.Rearrange")
+    for spec in r.gathers + r.scatters:
+        if spec.name in lengths:
+            return RearrError(f"{spec.name!r} is an index: its tensor comes with each call, not to the constructor",
+                              code="RA204", pattern=text, col=spec.col,
+                              hint=f"drop {spec.name}= here and call the layer with {spec.name}=tensor")
+    if fill is None:
+        fill = next((k.value for k in call.keywords if k.arg == "fill"), None)
+    if isinstance(fill, ast.Constant) and (isinstance(fill.value, bool) or not isinstance(fill.value, int | float)):
+        return RearrError(f"fill= must be a number, not {type(fill.value).__name__}", code="RA500", pattern=text,
+                          hint="pass a Python number, e.g. fill=0.0")
+    return None
+
+
+def _argument(call: ast.Call, keywords: dict[str, ast.expr], name: str, at: int) -> ast.expr | None:
+    """The argument passed as ``name=`` (taken out of ``keywords``) or at position ``at``."""
+    node = keywords.pop(name, None)
+    return node if node is not None else _positional(call.args, at)
+
+
+def _lengths(call: ast.Call, sig: Signature, keywords: dict[str, ast.expr],
+             open_kwargs: bool) -> tuple[dict[str, object], bool]:
+    """The lengths (name -> literal value, or None when not a literal), and whether there may be more."""
+    if sig.sizes_at is None:
+        return {n: _literal(v) for n, v in keywords.items() if n not in sig.options}, open_kwargs
+    sizes = _argument(call, dict(keywords), "sizes", sig.sizes_at)  # flax: one dict; other keywords are flax's
+    if sizes is None:
+        return {}, open_kwargs or _has_star(call.args, sig.sizes_at)
+    if isinstance(sizes, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                           for k in sizes.keys):
+        return {k.value: _literal(v) for k, v in zip(sizes.keys, sizes.values)}, False  # type: ignore[union-attr]
+    if (isinstance(sizes, ast.Call) and isinstance(sizes.func, ast.Name) and sizes.func.id == "dict"
+            and not sizes.args and all(k.arg is not None for k in sizes.keywords)):
+        return {str(k.arg): _literal(k.value) for k in sizes.keywords}, False
+    return {}, True  # a variable: the lengths are not known
 
 
 def _positional(args: list[ast.expr], at: int) -> ast.expr | None:
@@ -316,3 +532,164 @@ def _pattern_offset(lines: list[str], literal: ast.Constant, text: str) -> int |
     if quote is None or source != f"{prefix}{quote}{text}{quote}":
         return None
     return len(prefix) + len(quote)
+
+
+# --- EinMix ----------------------------------------------------------------------------------
+# einops' rules (einops/layers/_einmix.py) as rearr errors. An EinMix is three steps: a rearrange
+# of the input to its flat axes, an einsum with the weight, a rearrange to the output; the two
+# rearranges are checked by `validate` itself, as the steps that run. rearr.layers.EinMix has the
+# same rules, except that it also takes groups and unit axes in weight_shape and bias_shape.
+
+UNKNOWN = object()  # an argument that is not a literal: the rules that need it are skipped
+
+
+def validate_einmix(
+    pattern: str, weight_shape: object, bias_shape: object = None, lengths: Mapping[str, object] | None = None,
+    *, groups: bool = False,
+) -> tuple[str, RearrError] | None:
+    """EinMix's static rules: None when they hold, else (the argument at fault -- 'pattern',
+    'weight_shape' or 'bias_shape' -- and the error, whose column is in that argument).
+
+    ``groups``: rearr's EinMix, which takes groups and unit axes in the weight's and bias's shapes;
+    einops' refuses them. A shape that is UNKNOWN (not a literal) skips the rules that need it."""
+    lengths = dict(lengths or {})
+    where = "pattern"
+    try:
+        left, right = _einmix_sides(pattern, lengths)
+        if isinstance(weight_shape, str):
+            where = "weight_shape"
+            weight = _einmix_axes(weight_shape, where, lengths, groups)
+            for name, col in weight.items():
+                if name not in lengths:
+                    raise RearrError(f"weight axis {name!r} has no length", code="RA301", pattern=weight_shape,
+                                     col=col, hint=f"pass its length as a keyword, e.g. {name}=...")
+                if name not in left and name not in dict(right):
+                    raise RearrError(f"weight axis {name!r} is neither an input nor an output axis", code="RA200",
+                                     pattern=weight_shape, col=col, hint=f"remove {name!r} from weight_shape")
+            where = "pattern"
+            for name, col in right:
+                if name not in left and name not in weight:
+                    what = "'...'" if name == "..." else f"axis {name!r}"
+                    raise RearrError(f"{what} appears only on the output side of EinMix", code="RA200",
+                                     pattern=pattern, col=col, hint="add it to weight_shape (with its length), "
+                                     "or to the input side")
+            for name in lengths:
+                if name not in left and name not in weight:
+                    raise RearrError(f"length keyword {name}= names no axis of the input or the weight",
+                                     code="RA300", pattern=pattern, hint=f"remove {name}=, or check its spelling")
+        if isinstance(bias_shape, str):
+            where = "bias_shape"
+            bias = _einmix_axes(bias_shape, where, lengths, groups)
+            for name, col in bias.items():
+                if name not in dict(right):
+                    raise RearrError(f"bias axis {name!r} is not an output axis", code="RA200", pattern=bias_shape,
+                                     col=col, hint=f"remove {name!r} from bias_shape, or add it to the output")
+                if name not in lengths:
+                    raise RearrError(f"bias axis {name!r} has no length", code="RA301", pattern=bias_shape,
+                                     col=col, hint=f"pass its length as a keyword, e.g. {name}=...")
+            where = "pattern"
+            names = [name for name, _ in right]
+            if "..." in names and any(name in bias for name in names[: names.index("...")]):
+                raise RearrError("the bias axes must come after '...' in the output", code="RA202",
+                                 pattern=pattern, col=dict(right)["..."],
+                                 hint="move '...' before the bias axes in the output")
+    except RearrError as e:
+        return where, e
+    return None
+
+
+def _einmix_sides(pattern: str, lengths: dict[str, object]) -> tuple[dict[str, int], list[tuple[str, int]]]:
+    """The input's axes (name -> column) and the output's (in order); '...' is named '...'."""
+    arrow = pattern.find("->")
+    if arrow < 0:
+        raise RearrError("EinMix's pattern is one input operand, '->', one output operand", code="RA206",
+                         pattern=pattern, col=len(pattern), hint="e.g. 'b t c -> b t cout', with weight_shape='c cout'")
+    parsed = parse(pattern)
+    if len(parsed.inputs) != 1 or len(parsed.outputs or ()) != 1:
+        extra = (parsed.inputs + (parsed.outputs or ()))[1 if len(parsed.inputs) > 1 else 2]
+        raise RearrError("EinMix takes one operand on each side", code="RA206", pattern=pattern, col=extra.col,
+                         hint="remove the ','")
+    left, right = (_einmix_items(pattern, operand, "EinMix") for operand in parsed.inputs + parsed.outputs)
+    if ("..." in dict(left)) != ("..." in dict(right)):
+        col = dict(left).get("...", dict(right).get("..."))
+        raise RearrError("'...' must be on both sides of EinMix, or on neither", code="RA202", pattern=pattern,
+                         col=col, hint="add '...' to the other side too")
+    names = " ".join(name for name, _ in left)
+    _as_rearrange(pattern, f"{pattern[:arrow]}-> {names}", 0, arrow, 0,
+                  {k: v for k, v in lengths.items() if k in dict(left)})
+    head = " ".join(name for name, _ in right) + " ->"
+    _as_rearrange(pattern, head + pattern[arrow + 2:], len(head), len(pattern), arrow + 2, {})
+    return dict(left), right
+
+
+def _einmix_axes(text: str, arg: str, lengths: dict[str, object], groups: bool) -> dict[str, int]:
+    """The axes of weight_shape or bias_shape (name -> column), each once; no '...'."""
+    if "->" in text:
+        raise RearrError(f"{arg} takes no '->'", code="RA101", pattern=text, col=text.index("->"),
+                         hint="write its axes only, e.g. 'c d'")
+    parsed = parse(text)
+    if len(parsed.inputs) != 1:
+        raise RearrError(f"{arg} is one list of axes", code="RA206", pattern=text, col=parsed.inputs[1].col,
+                         hint="remove the ','")
+    (operand,) = parsed.inputs
+    for dim in operand.dims:
+        if isinstance(dim, ir.Group) and not groups:
+            raise RearrError(f"parentheses are not allowed in einops' {arg}", code="RA203", pattern=text,
+                             col=dim.col, hint="list the axes one by one, without parentheses")
+        for item in dim.items if isinstance(dim, ir.Group) else (dim,):
+            if isinstance(item, ir.Ellipsis):
+                raise RearrError(f"'...' is not allowed in {arg}: its shape must be known", code="RA202",
+                                 pattern=text, col=item.col, hint="name the axes")
+            if isinstance(item, ir.Anon) and item.value == 1 and not groups:
+                raise RearrError(f"a unit axis is not allowed in einops' {arg}", code="RA203", pattern=text,
+                                 col=item.col, hint="remove it")
+    axes = dict(_einmix_items(text, operand, arg))
+    _as_rearrange(text, f"{text}->{text}", 0, len(text), 0, {k: v for k, v in lengths.items() if k in axes})
+    return axes
+
+
+def _einmix_items(text: str, operand: ir.Operand, where: str) -> list[tuple[str, int]]:
+    """(name, column) of each axis and '...' of an operand, in order; unit axes have none."""
+    found = []
+    for dim in operand.dims:
+        for item in dim.items if isinstance(dim, ir.Group) else (dim,):
+            if isinstance(item, ir.Axis) and item.index is not None:
+                raise RearrError(f"an index bracket is not allowed in {where}", code="RA204", pattern=text,
+                                 col=item.index.col - 1, hint="remove it")
+            if isinstance(item, ir.Axis):
+                found.append((item.name, item.col))
+            elif isinstance(item, ir.Ellipsis):
+                found.append(("...", item.col))
+            elif isinstance(item, ir.Anon) and item.value != 1:
+                raise RearrError(f"an anonymous axis ({item.value}) is not allowed in {where}", code="RA203",
+                                 pattern=text, col=item.col, hint="name the axis and pass its length as a keyword")
+            elif isinstance(item, (ir.Star, ir.Skip)):
+                mark = "*" if isinstance(item, ir.Star) else "_"
+                raise RearrError(f"'{mark}' is not allowed in {where}", code="RA205", pattern=text, col=item.col,
+                                 hint="name the axes")
+    return found
+
+
+def _as_rearrange(text: str, synthetic: str, start: int, end: int, at: int, lengths: dict[str, object]) -> None:
+    """Check ``synthetic`` as a rearrange; its characters start:end are text's from ``at`` on."""
+    err = validate(synthetic, "rearrange", None, lengths)
+    if err is not None:
+        col = err.col - start + at if err.col is not None and start <= err.col < end else None
+        raise RearrError(err.message, code=err.code, pattern=text, col=col, hint=err.hint)
+
+
+def _check_einmix(pattern: ast.Constant, weight_node: ast.expr | None, bias_node: ast.expr | None,
+                  lengths: tuple[dict[str, object], bool], groups: bool) -> Found | None:
+    args: dict[str, object] = {}
+    for name, node in (("weight_shape", weight_node), ("bias_shape", bias_node)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | None):
+            args[name] = node.value
+        else:  # a variable, or hidden by *args; an absent weight_shape fails when the call runs
+            args[name] = None if node is None and name == "bias_shape" else UNKNOWN
+    found = validate_einmix(pattern.value, args["weight_shape"], args["bias_shape"], lengths[0], groups=groups)
+    if found is None or lengths[1] and found[1].code in _LENGTH_CODES:  # **kwargs: the lengths are incomplete
+        return None
+    where, err = found
+    node = {"pattern": pattern, "weight_shape": weight_node, "bias_shape": bias_node}[where]
+    assert isinstance(node, ast.Constant)
+    return node, err, None

@@ -355,7 +355,19 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
             raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
                        f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
     del both_sides
+    _check_inferable(text, ins, set(length_names) | set(anon))
     return Recipe(op, text, reduction, (ins,), (outs,), tuple(anon.items()), gathers, scatters, tuple(cols.items()))
+
+
+def _check_inferable(text: str, ins: tuple[Dim, ...], known: set[str]) -> None:
+    """An input group can give the length of one unknown axis, never two: fails whatever the shape."""
+    for dim in ins:
+        unknown = [n for n in dim.names if n not in known]
+        if len(unknown) > 1:
+            names = ", ".join(map(repr, unknown[:-1])) + f" and {unknown[-1]!r}"
+            both = "both " if len(unknown) == 2 else ""
+            raise _err(text, "RA301", f"cannot infer {both}{names} from one input dimension",
+                       dim.col, f"pass the length of all but one axis of the group, e.g. {unknown[0]}=...")
 
 
 def _one_side(text: str, names: list[str], cols: dict[str, int], side: str, op: str, hint: str) -> None:
