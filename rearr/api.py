@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from . import planner, recipe
-from .backends import _BY_TYPE, backend_for, compile_plan
+from .backends import _BY_TYPE, backend_for, compile_plan, watch_for_dynamo
 from .errors import RearrError
 
 Tensor = TypeVar("Tensor")
@@ -17,7 +17,7 @@ Tensor = TypeVar("Tensor")
 @lru_cache(maxsize=1024)
 def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
     """(op, pattern, shape, lengths, backend) -> the plan's native calls: the hot path's one look-up."""
-    r = recipe.analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
+    r = _analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
     return compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend)
 
 
@@ -29,7 +29,7 @@ def _indexed(
     names = index_names(text)
     lengths = tuple((n, v) for n, v in keywords if n not in names)
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
-    r = recipe.analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
+    r = _analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
     p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
     return p.indices, compile_plan(p.steps, backend)
 
@@ -41,6 +41,19 @@ def index_names(text: str) -> frozenset[str]:
 
 
 _CACHES = (recipe.analyze, _compiled, _indexed, index_names)
+
+# A key that cannot be hashed skips the caches: torch.compile's symbolic shapes and lengths
+# (torch.SymInt, dynamic shapes: each is planned once per compile) and an unhashable reduce
+# callable. The cached functions' own bodies plan it: nothing differs but the look-up.
+_plan_uncached = _compiled.__wrapped__
+_indexed_uncached = _indexed.__wrapped__
+
+
+def _analyze(text: str, op: str, reduction: object, names: tuple) -> recipe.Recipe:
+    try:
+        return recipe.analyze(text, op, reduction, names)
+    except TypeError:  # an unhashable reduction callable
+        return recipe.analyze.__wrapped__(text, op, reduction, names)
 
 
 def _tensor_and_backend(tensor: Any):
@@ -71,7 +84,10 @@ def _run(
                 if value.__class__ is not int:  # 2.0 == 2 in a cache key: validate before the look-up
                     kwargs = {n: _length(op, pattern, reduction, kwargs, n, v) for n, v in kwargs.items()}
                     break
-            calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
+            try:
+                calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
+            except TypeError:
+                calls = _compiled.__wrapped__(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
             for f in calls:
                 tensor = f(tensor, None)
             return tensor
@@ -83,7 +99,9 @@ def _run(
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
     """A length keyword that is not a plain int: an int it stands for, or the RearrError."""
-    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
+    if planner.symbolic(value):  # torch.compile's dynamic length, e.g. c=x.shape[1] * 2
+        return value
+    r = _analyze(pattern, op, reduction, tuple(sorted(kwargs)))
     return value if name in r.index_names else recipe.check_length_value(r, name, value)
 
 
@@ -107,10 +125,19 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
         for f in calls:
             x = f(x, env)
     except (IndexError, RuntimeError) as e:
+        if not _index_fault(e):
+            raise
         raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
-                         hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
+                         hint="check_bounds=False promises index values in -n <= i < n; turn the check on "
                          "to find the bad one") from None
     return x
+
+
+def _index_fault(e: Exception) -> bool:
+    """Whether a backend's error is an index out of range (numpy's IndexError, torch's messages),
+    not an unsupported dtype or a failed allocation, which keep their own type and message."""
+    text = str(e)
+    return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
 
 
 def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, tuple]:
@@ -139,7 +166,10 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             if value.__class__ is not int:
                 value = _length(op, pattern, reduction, kwargs, name, value)
             key.append((name, value))
-    return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+    try:
+        return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+    except TypeError:  # unhashable: see _plan_uncached
+        return _indexed_uncached(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
 
 
 def _check_into(into: Any, x: Any, backend: Any) -> None:
@@ -350,24 +380,41 @@ def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
     try:
         x, _ = _tensor_and_backend(tensor)
         shape = tuple(x.shape)
-        (dims,) = recipe.analyze(pattern, "parse_shape").inputs
-        r = recipe.analyze(pattern, "parse_shape")
-        fake = recipe.Recipe("parse_shape", pattern, None, (dims,), ((),), ())
-        ins, _ = planner._expand_ellipsis(fake, dims, len(shape))
         result: dict[str, int] = {}
-        for k, (dim, n) in enumerate(zip(ins, shape)):
-            names = dim.names
-            if names in (("_",), ) or (names and names[0].startswith(recipe.ELLIPSIS)):
-                continue
-            if not names or "@" in names[0]:
-                want = 1 if not names else int(names[0].split("@")[0])
-                if n != want:
-                    raise RearrError(f"dimension {k} has length {n}, the pattern says {want}", code="RA303",
-                                     pattern=pattern, col=dim.col, hint="use '_' to skip a dimension")
-                continue
-            result[names[0]] = int(n)
-        del r
+        for k, name, want, col in _parse_shape_layout(pattern, len(shape)):
+            n = shape[k]
+            if name is not None:
+                result[name] = n if planner.symbolic(n) else int(n)
+            elif n != want:
+                raise RearrError(f"dimension {k} has length {n}, the pattern says {want}", code="RA303",
+                                 pattern=pattern, col=col, hint="use '_' to skip a dimension")
         return result
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=_shape_of(tensor),
                              op="parse_shape") from None
+
+
+def _parse_shape_layout(pattern: str, ndim: int) -> tuple[tuple[int, str | None, int, int], ...]:
+    """(dimension, axis name or None for a unit/anonymous axis, its required length, column) per checked
+    dimension. Needs only the pattern and the rank: torch.compile runs it once, as a constant."""
+    (dims,) = recipe.analyze(pattern, "parse_shape").inputs
+    fake = recipe.Recipe("parse_shape", pattern, None, (dims,), ((),), ())
+    ins, _ = planner._expand_ellipsis(fake, dims, ndim)
+    out = []
+    for k, dim in enumerate(ins):
+        names = dim.names
+        if names == ("_",) or (names and names[0].startswith(recipe.ELLIPSIS)):
+            continue
+        if not names or "@" in names[0]:
+            out.append((k, None, 1 if not names else int(names[0].split("@")[0]), dim.col))
+        else:
+            out.append((k, names[0], 0, dim.col))
+    return tuple(out)
+
+
+# torch.compile's dynamo calls these at trace time and keeps the result as a constant (the attribute
+# that torch._dynamo.assume_constant_result sets; setting it needs no torch import).
+_parse_shape_layout._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+watch_for_dynamo()  # torch.compile: rearr's functions become graph nodes once torch._dynamo is loaded

@@ -154,6 +154,13 @@ class Plan:
 # --- shape arithmetic --------------------------------------------------------
 
 
+def symbolic(n: object) -> bool:
+    """A torch.SymInt: a length that torch.compile keeps symbolic (a dynamic shape). The planner
+    computes with it as with an int; int(n) would specialize the compiled code to one value."""
+    return n.__class__.__name__ == "SymInt"
+
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for n in reversed(shape):
@@ -349,7 +356,8 @@ def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, o
     index_names = set(recipe.index_names)
     for name, value in lengths:
         if name not in index_names:
-            lens.set(name, check_length_value(recipe, name, value), "keyword", recipe.col(name))
+            value = value if symbolic(value) else check_length_value(recipe, name, value)
+            lens.set(name, value, "keyword", recipe.col(name))
     for k, (dim, size) in enumerate(zip(ins, shape)):
         lens.solve(dim, size, f"input dimension {k}")
     return ins, outs, ell, lens
@@ -370,7 +378,7 @@ def plan(
     into_shape: tuple[int, ...] | None = None,
 ) -> Plan:
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(n if symbolic(n) else int(n) for n in shape)
     ins, outs, ell, lens = _resolve(recipe, shape, lengths)
     gathers, scatters = _specs(recipe.gathers, ell), _specs(recipe.scatters, ell)
     if into_shape is not None:

@@ -21,6 +21,7 @@ from ..planner import (
     TakeRows,
 )
 from . import _common
+from . import _torch_ops as _ops
 from . import compile_plan as _compile
 
 name = "torch"
@@ -138,6 +139,8 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
 
 def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     """Bounds check, and negative values counted from the end."""
+    if _ops.traced(t):  # torch.compile / jit.trace: the check is a node of the graph, run on real values
+        return _ops.check_index(t, use.length, use.name, use.axis, -1 if use.col is None else use.col, text)
     if t.numel() == 0 or t.device.type == "meta":
         return t
     n = use.length
@@ -212,12 +215,16 @@ def _contiguous(fn):
     return lambda env, x: fn(env, x).contiguous()
 
 
-def _check_unique(flat: torch.Tensor, name: str, text: str) -> None:
+def _check_unique(flat: torch.Tensor, name: str, text: str) -> torch.Tensor:
+    """The duplicate check of 'set' on a flat index; returns the index to use (traced: the op's output)."""
+    if _ops.traced(flat):
+        return _ops.check_unique(flat, 0, name, text)
     if flat.numel() > 1 and flat.device.type != "meta":
         s = flat.sort().values
         dup = (s[1:] == s[:-1]).nonzero()
         if dup.numel():
             raise _common.duplicate_under_set(name, text)
+    return flat
 
 
 def scatterrows(step: ScatterRows):
@@ -235,7 +242,7 @@ def scatterrows(step: ScatterRows):
         fill = env.get("fill", 0)
         width = x.shape[1]
         if reduction == "set":
-            _check_unique(flat, names, env["text"])
+            flat = _check_unique(flat, names, env["text"])
             if base is None:  # fresh tensors are written in place: no second copy
                 return x.new_full((rows, width), fill).index_copy_(0, flat, x)
             return base.index_copy(0, flat, x)
@@ -271,7 +278,7 @@ def scatteralong(step: ScatterAlong):
             idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
         if reduction == "set":
-            _check_unique_along(idx, dim, name, env["text"])
+            idx = _check_unique_along(idx, dim, name, env["text"])
             if base is None:
                 return x.new_full(shape, env["fill"]).scatter_(dim, idx, x)
             return base.scatter(dim, idx, x)
@@ -284,8 +291,11 @@ def scatteralong(step: ScatterAlong):
     return run
 
 
-def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
+def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+    if _ops.traced(idx):
+        return _ops.check_unique(idx, dim, name, text)
     if idx.shape[dim] > 1 and idx.device.type != "meta":
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
             raise _common.duplicate_under_set(name, text)
+    return idx

@@ -1,0 +1,83 @@
+"""rearr under torch.compile and torch.jit.trace (imported only once torch is).
+
+Two pieces, chosen so that the eager hot path is untouched:
+
+- The public functions are registered with ``torch._dynamo.allow_in_graph``:
+  dynamo writes each call into its graph as one node instead of tracing
+  rearr's Python (lark, caches, the planner). The node runs rearr's own code
+  with fake tensors to learn the output's shape (symbolic under dynamic
+  shapes: the planner computes with torch.SymInt, uncached), and AOT autograd
+  (``aot_eager``, inductor) runs it again to record the native calls. With the
+  ``eager`` backend the node is the eager call itself.
+- The data checks (bounds, duplicates under 'set') need the index values,
+  which a tracer does not have. When the index is traced (a fake, functional
+  or jit-traced tensor) they run as custom ops, ``rearr::check_index`` and
+  ``rearr::check_unique``: opaque to the compiler, recorded in the graph, run
+  at run time on the real values, raising rearr's RearrError. Eager calls check
+  in plain Python, as before, without the cost of the op dispatcher.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from ..planner import IndexUse
+from . import _common
+
+
+def traced(t: torch.Tensor) -> bool:
+    """Whether t is seen by a tracer (dynamo's fakes, AOT's functional tensors, torch.jit.trace)."""
+    return type(t) is not torch.Tensor or torch._C._get_tracing_state() is not None
+
+
+@torch.library.custom_op("rearr::check_index", mutates_args=())
+def check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str) -> torch.Tensor:
+    """The bounds check of an index into an axis of length n; negative values count from the end."""
+    if idx.numel() and idx.device.type != "meta":
+        lo, hi = (v.item() for v in torch.aminmax(idx))
+        if lo < -n or hi >= n:
+            bad = ((idx < -n) | (idx >= n)).nonzero()[0]
+            use = IndexUse(name, axis, n, (), tuple(idx.shape), None if col < 0 else col)  # type: ignore[arg-type]
+            raise _common.out_of_range(use, text, int(idx[tuple(bad)]), tuple(bad.tolist()))
+    return torch.where(idx < 0, idx + n, idx)  # a new tensor: a custom op may not return its input
+
+
+@check_index.register_fake
+def _check_index_fake(idx, n, name, axis, col, text):
+    return torch.empty_like(idx)
+
+
+@torch.library.custom_op("rearr::check_unique", mutates_args=())
+def check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+    """The duplicate check of 'set': no two values of idx along dim are equal. Returns a copy of idx."""
+    if idx.shape[dim] > 1 and idx.device.type != "meta":
+        s = idx.sort(dim).values
+        if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
+            raise _common.duplicate_under_set(name, text)
+    return idx.clone()
+
+
+@check_unique.register_fake
+def _check_unique_fake(idx, dim, name, text):
+    return torch.empty_like(idx)
+
+
+def allow_in_graph() -> None:
+    """Register rearr's public functions with dynamo (torch._dynamo is imported: torch.compile is in use)."""
+    import torch._dynamo
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    from .. import api
+    from . import _BY_TYPE
+
+    for fn in (api.rearrange, api.reduce, api.repeat, api.scatter, api.einsum, api.pack, api.unpack):
+        torch._dynamo.allow_in_graph(fn)
+    # torch's tensor types, the tracers' included, known up front: dynamo then reads the type registry
+    # (parse_shape is traced) without importing the backend mid-trace, and it does not change mid-compile.
+    backend = importlib.import_module("rearr.backends.torch")
+    for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor, FunctionalTensor):
+        _BY_TYPE.setdefault(cls, backend)
+

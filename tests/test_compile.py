@@ -1,0 +1,264 @@
+"""rearr under torch.compile (fullgraph, no graph break, no recompile) and torch.jit.trace (issue 8 part 1,
+issue 11 items 5 and 10).
+
+Cheap backends ("eager", "aot_eager") throughout; inductor once. Small tensors: the cost is compiling.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch._dynamo.testing import CompileCounter  # noqa: E402
+
+import rearr  # noqa: E402
+from rearr import RearrError  # noqa: E402
+
+BACKENDS = ("eager", "aot_eager")
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _no_break(f, *args, **kwargs):
+    explained = torch._dynamo.explain(f)(*args, **kwargs)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    assert explained.graph_count == 1
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        torch.testing.assert_close(a, b)
+    elif isinstance(a, dict):
+        assert a == b
+    else:
+        assert len(a) == len(b)
+        for u, v in zip(a, b):
+            _same(u, v)
+
+
+# f(*args) for every public op; args are made fresh per test
+def _gather(x, i):
+    return rearr.rearrange(x, "b n[idx: b k] c -> b k c", idx=i)
+
+
+def _message_passing(x, s, d):
+    return rearr.scatter(x, "v[src: e] c -> v[dst: e] c", "mean", src=s, dst=d)
+
+
+CASES = {
+    "rearrange": (lambda x: rearr.rearrange(x, "b c (h w) -> b (w c) h", h=2), lambda: (torch.randn(3, 4, 6),)),
+    "reduce": (lambda x: rearr.reduce(x, "b c (h h2) -> b h c", "max", h2=2), lambda: (torch.randn(3, 4, 6),)),
+    "repeat": (lambda x: rearr.repeat(x, "b c -> b c r", r=3), lambda: (torch.randn(3, 4),)),
+    "gather": (_gather, lambda: (torch.randn(3, 5, 2), torch.tensor([[0, 4], [1, -1], [2, 2]]))),
+    "scatter": (lambda x, i: rearr.scatter(x, "b k -> b n[idx]", "sum", idx=i, n=4),
+                lambda: (torch.randn(2, 3), torch.tensor([[0, 3, 3], [1, 1, -4]]))),
+    "scatter_set": (lambda x, i: rearr.scatter(x, "k -> n[idx]", "set", idx=i, n=5),
+                    lambda: (torch.randn(3), torch.tensor([4, 0, 2]))),
+    "message_passing": (_message_passing, lambda: (torch.randn(4, 3), torch.tensor([0, 1, 2, 3, 3]),
+                                                   torch.tensor([1, 1, 0, 2, 3]))),
+    "einsum": (lambda x, y: rearr.einsum(x, y, "b i, b j -> b i j"), lambda: (torch.randn(2, 3), torch.randn(2, 4))),
+    "pack_unpack": (lambda x, y: rearr.unpack(*rearr.pack([x, y], "b *"), "b *"),
+                    lambda: (torch.randn(2, 3, 4), torch.randn(2, 5))),
+    "parse_shape": (lambda x: x.reshape(rearr.parse_shape(x, "b _ h")["h"], -1), lambda: (torch.randn(2, 3, 4),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_op_compiles_without_a_graph_break(name):
+    f, make = CASES[name]
+    args = make()
+    _no_break(f, *args)
+    for backend in BACKENDS:
+        torch._dynamo.reset()
+        _same(torch.compile(f, backend=backend, fullgraph=True)(*args), f(*args))
+
+
+def _frames(f, make_args, sizes, dynamic_dims):
+    """Compile f once per input; the inputs' dims in dynamic_dims are marked dynamic. Returns the frame count."""
+    counter = CompileCounter()
+    g = torch.compile(f, backend=counter, fullgraph=True)
+    for n in sizes:
+        args = make_args(n)
+        for arg, dim in dynamic_dims:
+            torch._dynamo.mark_dynamic(args[arg], dim)
+        _same(g(*args), f(*args))
+    return counter.frame_count
+
+
+def test_a_dynamic_batch_compiles_one_frame():
+    def f(x):
+        y = rearr.rearrange(x, "b c (h w) -> b h (w c)", h=2)
+        y = rearr.reduce(y, "b h wc -> b wc", "mean")
+        return rearr.repeat(y, "b wc -> b wc r", r=2)
+
+    assert _frames(f, lambda b: (torch.randn(b, 3, 4),), (2, 3, 5, 8), [(0, 0)]) == 1
+
+
+def test_a_dynamic_batch_with_gather_and_scatter_compiles_one_frame():
+    def f(x, i):
+        y = _gather(x, i)
+        return rearr.scatter(y, "b k c -> b n[j: b k] c", "sum", j=i, n=5)
+
+    def make(b):
+        return torch.randn(b, 5, 2), torch.randint(-5, 5, (b, 3))
+
+    assert _frames(f, make, (2, 3, 5, 8), [(0, 0), (1, 0)]) == 1
+
+
+def test_a_message_passing_scatter_with_changing_edges_compiles_one_frame():
+    def make(e):
+        return torch.randn(6, 3), torch.randint(0, 6, (e,)), torch.randint(-6, 6, (e,))
+
+    assert _frames(_message_passing, make, (2, 3, 5, 8), [(1, 0), (2, 0)]) == 1
+
+
+def test_einops_dynamic_shape_test_passes_against_rearr():
+    """einops 0.8.2's test_torch_compile_with_dynamic_shape, with rearr's functions."""
+    def func1(x):
+        a, b, c, *other = x.shape
+        x = rearr.rearrange(x, "(a a2) b c ... -> b (c a2) (a ...)", a2=2)
+        return rearr.reduce(x, "b ca2 A -> b A", "sum", ca2=c * 2)
+
+    static = torch.compile(func1, dynamic=False, fullgraph=True, backend="aot_eager")
+    dynamic = torch.compile(func1, dynamic=True, fullgraph=True, backend="aot_eager")
+    for shape in ([4, 5, 6, 3], [6, 3, 4, 2, 3]):
+        x = torch.randn(size=shape)
+        assert torch.allclose(static(x), func1(x), atol=1e-5)
+        assert torch.allclose(dynamic(x), func1(x), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_compiled_under_no_grad_and_inference_mode(mode):
+    x, i = CASES["gather"][1]()
+    with mode():
+        for name in ("rearrange", "reduce", "gather", "message_passing"):
+            f, make = CASES[name]
+            args = make()
+            _same(torch.compile(f, backend="aot_eager", fullgraph=True)(*args), f(*args))
+    del x, i
+
+
+def test_vmap_over_rearrange_reduce_repeat():
+    x = torch.randn(4, 3, 6)
+    cases = [
+        (lambda t: rearr.rearrange(t, "c (h w) -> w c h", h=2), lambda t: t.reshape(3, 2, 3).permute(2, 0, 1)),
+        (lambda t: rearr.reduce(t, "c w -> w", "max"), lambda t: t.amax(0)),
+        (lambda t: rearr.repeat(t, "c w -> c w r", r=2), lambda t: t[..., None].expand(3, 6, 2)),
+    ]
+    for ours, hand in cases:
+        torch.testing.assert_close(torch.func.vmap(ours)(x), torch.func.vmap(hand)(x))
+
+
+@pytest.mark.parametrize("name", ["rearrange", "reduce", "repeat", "gather", "scatter", "message_passing"])
+def test_gradients_compiled_equal_eager(name):
+    f, make = CASES[name]
+    args = make()
+    x = args[0].clone().requires_grad_(True)
+    grads = []
+    for g in (f, torch.compile(f, backend="aot_eager", fullgraph=True)):
+        x.grad = None
+        out = g(x, *args[1:])
+        (out * torch.arange(out.numel()).reshape(out.shape)).sum().backward()
+        grads.append(x.grad.clone())
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_inductor_compiles_gather_scatter_and_keeps_the_bounds_check():
+    def f(x, i):
+        y = rearr.reduce(rearr.rearrange(x, "b n[idx: b k] c -> b k c", idx=i), "b k c -> b c", "sum")
+        return rearr.scatter(y, "b c -> b n[j: b] c", "sum", j=i[:, 0], n=5)
+
+    g = torch.compile(f, fullgraph=True)  # inductor, the default
+    x, i = torch.randn(3, 5, 2), torch.tensor([[0, 4], [1, -1], [2, 2]])
+    _same(g(x, i), f(x, i))
+    with pytest.raises(RearrError, match="RA501") as caught:
+        g(x, torch.tensor([[0, 4], [1, 5], [2, 2]]))
+    assert "holds 5" in str(caught.value) and "'n' of length 5" in str(caught.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_index_out_of_range_under_compile_raises_rearr_error(backend):
+    f = torch.compile(_gather, backend=backend, fullgraph=True)
+    x = torch.randn(3, 5, 2)
+    f(x, torch.tensor([[0, 4], [1, -1], [2, 2]]))
+    for bad, value in ((torch.tensor([[0, 4], [1, 7], [2, 2]]), 7), (torch.tensor([[0, -6], [1, 1], [2, 2]]), -6)):
+        with pytest.raises(RearrError, match="RA501") as caught:
+            f(x, bad)
+        assert f"holds {value}" in str(caught.value)
+    g = torch.compile(_message_passing, backend=backend, fullgraph=True)
+    with pytest.raises(RearrError, match="RA501"):
+        g(torch.randn(4, 3), torch.tensor([0, 1]), torch.tensor([1, 4]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_duplicates_under_set_under_compile_raise_rearr_error(backend):
+    along = torch.compile(CASES["scatter_set"][0], backend=backend, fullgraph=True)
+    rows = torch.compile(lambda x, i: rearr.scatter(x, "k c -> n[idx: k] c", "set", idx=i, n=4),
+                         backend=backend, fullgraph=True)
+    along(torch.randn(3), torch.tensor([4, 0, 2]))
+    rows(torch.randn(3, 2), torch.tensor([3, 0, 2]))
+    with pytest.raises(RearrError, match="more than once"):
+        along(torch.randn(3), torch.tensor([4, 0, 4]))
+    with pytest.raises(RearrError, match="more than once"):
+        rows(torch.randn(3, 2), torch.tensor([3, 0, -1]))
+
+
+# --- torch.jit.trace (issue 11 item 5) -------------------------------------------
+
+
+def test_jit_trace_keeps_the_bounds_and_duplicate_checks():
+    x = torch.randn(3, 5, 2)
+    traced = torch.jit.trace(_gather, (x, torch.tensor([[0, 4], [1, 1], [2, 2]])))
+    assert "rearr::check_index" in str(traced.graph)
+    torch.testing.assert_close(traced(x, torch.tensor([[0, -1], [1, 1], [2, 2]])),
+                               _gather(x, torch.tensor([[0, -1], [1, 1], [2, 2]])))
+    # The TorchScript interpreter re-raises an op's error as its own RuntimeError, with rearr's message.
+    with pytest.raises(RuntimeError, match="RearrError: RA501: index 'idx' holds 9"):
+        traced(x, torch.tensor([[0, 9], [1, 1], [2, 2]]))
+
+    f = CASES["scatter_set"][0]
+    traced = torch.jit.trace(f, (torch.randn(3), torch.tensor([4, 0, 2])))
+    assert "rearr::check_unique" in str(traced.graph)
+    with pytest.raises(RuntimeError, match="RearrError: RA501: .* more than once"):
+        traced(torch.randn(3), torch.tensor([1, 1, 2]))
+
+
+# --- check_bounds=False keeps torch's other errors (issue 11 item 10) ---------------
+
+
+def test_unchecked_index_faults_are_ra501_and_other_errors_are_not_disguised():
+    x = torch.randn(3, 5)
+    with pytest.raises(RearrError, match="RA501"):
+        rearr.rearrange(x, "b n[idx] -> b", idx=torch.tensor([0, 9, 1]), check_bounds=False)
+    with pytest.raises(RearrError, match="RA501"):
+        rearr.scatter(torch.randn(3), "k -> n[idx]", "sum", idx=torch.tensor([0, 9, 1]), n=4, check_bounds=False)
+    # A failure that is not an index fault keeps torch's own error: here a failed allocation (4 TiB).
+    with pytest.raises(RuntimeError, match="allocate") as caught:
+        rearr.scatter(torch.randn(3), "k -> n[idx]", "sum", idx=torch.tensor([0, 1, 1]), n=2**40, check_bounds=False)
+    assert not isinstance(caught.value, RearrError)
+
+
+# --- reduce with an unhashable callable (issue 11 item 8) ----------------------
+
+
+class _UnhashableSum:
+    __hash__ = None  # type: ignore[assignment]
+
+    def __call__(self, x, axes):
+        return x.sum(axes)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_reduce_accepts_an_unhashable_callable(lib):
+    np = pytest.importorskip("numpy")
+    x = np.arange(24.0).reshape(2, 3, 4)
+    x = torch.from_numpy(x) if lib == "torch" else x
+    out = rearr.reduce(x, "a b c -> a c", _UnhashableSum())
+    expected = x.sum(1)
+    assert out.shape == expected.shape and (out == expected).all()
