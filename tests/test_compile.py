@@ -262,3 +262,47 @@ def test_reduce_accepts_an_unhashable_callable(lib):
     out = rearr.reduce(x, "a b c -> a c", _UnhashableSum())
     expected = x.sum(1)
     assert out.shape == expected.shape and (out == expected).all()
+
+
+# --- registration: any order of imports and first calls ---------------------------
+
+ORDERS = {
+    # torch's backend loaded by an eager call before torch._dynamo exists: the import hook registers
+    "eager call first": "import rearr, torch\nrearr.rearrange(torch.zeros(2, 3), 'a b -> b a')\n"
+                        "assert 'torch._dynamo' not in sys.modules",
+    # dynamo loaded before rearr: registered at import
+    "dynamo first": "import torch, torch._dynamo, rearr",
+}
+
+
+@pytest.mark.parametrize("order", sorted(ORDERS))
+def test_registration_does_not_depend_on_the_order_of_imports(order):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys\n" + ORDERS[order] + """
+from torch._dynamo.testing import CompileCounter
+counter = CompileCounter()
+f = lambda x: rearr.reduce(rearr.rearrange(x, "b (h w) -> b h w", h=2), "b h w -> b w", "sum")
+g = torch.compile(f, backend=counter, fullgraph=True)
+for b in (2, 3, 5):
+    x = torch.randn(b, 6)
+    torch._dynamo.mark_dynamic(x, 0)
+    assert torch.equal(g(x), f(x))
+print(counter.frame_count)
+"""
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split()[-1] == "1"
+
+
+def test_the_docs_example_runs():
+    """docs/torch_compile.md's example, as a user would paste it."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "torch_compile.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/torch_compile.md", "exec"), {})

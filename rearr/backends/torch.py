@@ -26,6 +26,7 @@ from . import compile_plan as _compile
 
 name = "torch"
 TENSOR = torch.Tensor
+_tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
@@ -139,7 +140,8 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
 
 def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     """Bounds check, and negative values counted from the end."""
-    if _ops.traced(t):  # torch.compile / jit.trace: the check is a node of the graph, run on real values
+    if t.__class__ is not TENSOR or _tracing_state() is not None:  # _ops.traced(t), inline: the hot path
+        # torch.compile / jit.trace: the check is a node of the graph, run on the real values
         return _ops.check_index(t, use.length, use.name, use.axis, -1 if use.col is None else use.col, text)
     if t.numel() == 0 or t.device.type == "meta":
         return t
