@@ -62,9 +62,10 @@ def _tensor_and_backend(tensor: Any):
             raise RearrError("an empty list has no tensor to rearrange", code="RA500",
                              hint="pass at least one tensor")
         backend = backend_for(tensor[0])
-        shapes = {tuple(t.shape) for t in tensor if backend.accepts(t)}
+        shape = tuple(tensor[0].shape)  # compared, not hashed: torch.compile's symbolic lengths do not hash
+        same_shape = all(tuple(t.shape) == shape for t in tensor if backend.accepts(t))
         devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
-        if len(shapes) != 1 or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
+        if not same_shape or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
             raise RearrError("a list input must hold tensors of one library, shape and device",
                              code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
                              hint="stack only equal-shaped tensors of the same kind")

@@ -157,7 +157,7 @@ class Plan:
 def symbolic(n: object) -> bool:
     """A torch.SymInt: a length that torch.compile keeps symbolic (a dynamic shape). The planner
     computes with it as with an int; int(n) would specialize the compiled code to one value."""
-    return n.__class__.__name__ == "SymInt"
+    return type(n).__name__ == "SymInt"
 
 
 

@@ -306,3 +306,17 @@ def test_the_docs_example_runs():
     text = (Path(__file__).resolve().parents[1] / "docs" / "torch_compile.md").read_text()
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/torch_compile.md", "exec"), {})
+
+
+def test_dynamic_shapes_through_list_input_pack_parse_shape_and_two_indices():
+    cases = [
+        (lambda x, y: rearr.rearrange([x, y], "s b c -> b (s c)"), lambda n: (torch.randn(n, 3), torch.randn(n, 3))),
+        (lambda x, y: rearr.pack([x, y], "b *")[0], lambda n: (torch.randn(n, 3, 2), torch.randn(n, 4))),
+        (lambda x: x.reshape(rearr.parse_shape(x, "b _")["b"], -1), lambda n: (torch.randn(n, 3),)),
+        (lambda img, y, x: rearr.rearrange(img, "b h[y: b p] w[x: b p] c -> b p c", y=y, x=x),
+         lambda n: (torch.randn(n, 5, 6, 3), torch.randint(0, 5, (n, 4)), torch.randint(-6, 6, (n, 4)))),
+    ]
+    for f, make in cases:
+        torch._dynamo.reset()
+        dims = [(k, 0) for k in range(len(make(2)))]
+        assert _frames(f, make, (2, 3, 5), dims) == 1
