@@ -32,8 +32,14 @@ def traced(t: torch.Tensor) -> bool:
     return type(t) is not torch.Tensor or torch._C._get_tracing_state() is not None
 
 
-@torch.library.custom_op("rearr::check_index", mutates_args=())
-def check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str) -> torch.Tensor:
+# torch.library.Library rather than torch.library.custom_op: the same op for the compiler, but a call
+# costs a plain dispatch instead of custom_op's Python wrappers (measured: about 8x less per call).
+_LIB = torch.library.Library("rearr", "DEF")
+_LIB.define("check_index(Tensor idx, SymInt n, str name, str axis, int col, str text) -> Tensor")
+_LIB.define("check_unique(Tensor idx, int dim, str name, str text) -> Tensor")
+
+
+def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str) -> torch.Tensor:
     """The bounds check of an index into an axis of length n; negative values count from the end."""
     if idx.numel() and idx.device.type != "meta":
         lo, hi = (v.item() for v in torch.aminmax(idx))
@@ -41,16 +47,12 @@ def check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text:
             bad = ((idx < -n) | (idx >= n)).nonzero()[0]
             use = IndexUse(name, axis, n, (), tuple(idx.shape), None if col < 0 else col)  # type: ignore[arg-type]
             raise _common.out_of_range(use, text, int(idx[tuple(bad)]), tuple(bad.tolist()))
-    return torch.where(idx < 0, idx + n, idx)  # a new tensor: a custom op may not return its input
+    # Negative values counted from the end, in one native call; a new tensor, as an op may not return
+    # its input. (n == 0 here means an empty index: there is nothing to wrap, and no modulo by 0.)
+    return idx.remainder(n) if n else idx.clone()
 
 
-@check_index.register_fake
-def _check_index_fake(idx, n, name, axis, col, text):
-    return torch.empty_like(idx)
-
-
-@torch.library.custom_op("rearr::check_unique", mutates_args=())
-def check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+def _check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
     """The duplicate check of 'set': no two values of idx along dim are equal. Returns a copy of idx."""
     if idx.shape[dim] > 1 and idx.device.type != "meta":
         s = idx.sort(dim).values
@@ -59,9 +61,16 @@ def check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Ten
     return idx.clone()
 
 
-@check_unique.register_fake
-def _check_unique_fake(idx, dim, name, text):
+def _like(idx: torch.Tensor, *args: object) -> torch.Tensor:  # the fake kernels: same shape and dtype
     return torch.empty_like(idx)
+
+
+_LIB.impl("check_index", _check_index, "CompositeExplicitAutograd")
+_LIB.impl("check_unique", _check_unique, "CompositeExplicitAutograd")
+torch.library.register_fake("rearr::check_index", _like, lib=_LIB)
+torch.library.register_fake("rearr::check_unique", _like, lib=_LIB)
+check_index = torch.ops.rearr.check_index.default
+check_unique = torch.ops.rearr.check_unique.default
 
 
 def allow_in_graph() -> None:
