@@ -87,8 +87,8 @@ def _run(
                     break
             try:
                 calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
-            except TypeError:
-                calls = _compiled.__wrapped__(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
+            except TypeError:  # unhashable: see _plan_uncached
+                calls = _plan_uncached(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
             for f in calls:
                 tensor = f(tensor, None)
             return tensor

@@ -160,7 +160,6 @@ def symbolic(n: object) -> bool:
     return type(n).__name__ == "SymInt"
 
 
-
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for n in reversed(shape):
