@@ -27,6 +27,7 @@ from . import compile_plan as _compile
 name = "torch"
 TENSOR = torch.Tensor
 _tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
+_aminmax = torch.aminmax
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
@@ -143,10 +144,11 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     if t.__class__ is not TENSOR or _tracing_state() is not None:  # _ops.traced(t), inline: the hot path
         # torch.compile / jit.trace: the check is a node of the graph, run on the real values
         return _ops.check_index(t, use.length, use.name, use.axis, -1 if use.col is None else use.col, text)
-    if t.numel() == 0 or t.device.type == "meta":
+    if t.is_meta or not t.numel():
         return t
     n = use.length
-    lo, hi = (v.item() for v in torch.aminmax(t))
+    lo, hi = _aminmax(t)  # two tensors, read without a generator: the eager hot path
+    lo, hi = lo.item(), hi.item()
     if lo < -n or hi >= n:
         bad = ((t < -n) | (t >= n)).nonzero()[0]
         raise _common.out_of_range(use, text, int(t[tuple(bad)]), tuple(bad.tolist()))
