@@ -129,7 +129,7 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
         if not _index_fault(e):
             raise
         raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
-                         hint="check_bounds=False promises index values in -n <= i < n; turn the check on "
+                         hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                          "to find the bad one") from None
     return x
 

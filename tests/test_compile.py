@@ -320,3 +320,12 @@ def test_dynamic_shapes_through_list_input_pack_parse_shape_and_two_indices():
         torch._dynamo.reset()
         dims = [(k, 0) for k in range(len(make(2)))]
         assert _frames(f, make, (2, 3, 5), dims) == 1
+
+
+def test_only_index_faults_count_as_index_faults():
+    from rearr.api import _index_fault
+
+    assert _index_fault(IndexError("index out of range in self"))
+    assert _index_fault(RuntimeError("index 9 is out of bounds for dimension 0 with size 4"))
+    assert not _index_fault(RuntimeError("\"scatter_add_cpu\" not implemented for 'ComplexHalf'"))
+    assert not _index_fault(RuntimeError("DefaultCPUAllocator: can't allocate memory"))
