@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
-import importlib.machinery
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -58,8 +57,13 @@ class _WhenDynamoLoads(importlib.abc.MetaPathFinder):
         if name != "torch._dynamo":
             return None
         sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)  # type: ignore[arg-type]
-        if spec is None or spec.loader is None:
+        spec = None
+        for finder in sys.meta_path:  # the finders after this one, as the import system would ask them
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
 
