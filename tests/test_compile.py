@@ -155,6 +155,24 @@ def test_vmap_over_rearrange_reduce_repeat():
         torch.testing.assert_close(torch.func.vmap(ours)(x), torch.func.vmap(hand)(x))
 
 
+def test_vmap_over_checked_gathers_and_set_scatters_keeps_the_checks():
+    x, i = torch.randn(4, 5, 2), torch.randint(-5, 5, (4, 3))
+    gather = torch.func.vmap(lambda a, b: rearr.rearrange(a, "n[idx: k] c -> k c", idx=b))
+    torch.testing.assert_close(gather(x, i), _gather(x, i))
+    i[2, 1] = 7
+    with pytest.raises(RearrError, match=r"holds 7 at position \(2, 1\)"):  # the vmapped axis first
+        gather(x, i)
+
+    def put(a, b):
+        return rearr.scatter(a, "k c -> n[idx: k] c", "set", idx=b, n=5)
+
+    s, j = torch.randn(4, 3, 2), torch.stack([torch.randperm(5)[:3] for _ in range(4)])
+    torch.testing.assert_close(torch.func.vmap(put)(s, j), torch.stack([put(s[k], j[k]) for k in range(4)]))
+    j[1] = torch.tensor([0, 4, 0])
+    with pytest.raises(RearrError, match="more than once"):
+        torch.func.vmap(put)(s, j)
+
+
 @pytest.mark.parametrize("name", ["rearrange", "reduce", "repeat", "gather", "scatter", "message_passing"])
 def test_gradients_compiled_equal_eager(name):
     f, make = CASES[name]

@@ -73,6 +73,24 @@ check_index = torch.ops.rearr.check_index.default
 check_unique = torch.ops.rearr.check_unique.default
 
 
+# torch.func.vmap: check the whole batch at once, the vmapped axis moved to the front (a bounds check
+# is elementwise; the duplicate check looks along its dim, which moves one place right).
+def _check_index_vmap(info, in_dims, idx, n, name, axis, col, text):
+    if in_dims[0] is None:
+        return check_index(idx, n, name, axis, col, text), None
+    return check_index(idx.movedim(in_dims[0], 0), n, name, axis, col, text), 0  # a position: batch first
+
+
+def _check_unique_vmap(info, in_dims, idx, dim, name, text):
+    if in_dims[0] is None:
+        return check_unique(idx, dim, name, text), None
+    return check_unique(idx.movedim(in_dims[0], 0), dim + 1, name, text), 0
+
+
+torch.library.register_vmap("rearr::check_index", _check_index_vmap, lib=_LIB)
+torch.library.register_vmap("rearr::check_unique", _check_unique_vmap, lib=_LIB)
+
+
 def allow_in_graph() -> None:
     """Register rearr's public functions with dynamo (torch._dynamo is imported: torch.compile is in use)."""
     import torch._dynamo

@@ -28,6 +28,7 @@ name = "torch"
 TENSOR = torch.Tensor
 _tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
 _aminmax = torch.aminmax
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batched tensors
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
@@ -148,7 +149,10 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
         return t
     n = use.length
     lo, hi = _aminmax(t)  # two tensors, read without a generator: the eager hot path
-    lo, hi = lo.item(), hi.item()
+    try:
+        lo, hi = lo.item(), hi.item()
+    except RuntimeError:  # torch.func.vmap cannot read values: the check as an op, which has a vmap rule
+        return _ops.check_index(t, n, use.name, use.axis, -1 if use.col is None else use.col, text)
     if lo < -n or hi >= n:
         bad = ((t < -n) | (t >= n)).nonzero()[0]
         raise _common.out_of_range(use, text, int(t[tuple(bad)]), tuple(bad.tolist()))
@@ -221,7 +225,7 @@ def _contiguous(fn):
 
 def _check_unique(flat: torch.Tensor, name: str, text: str) -> torch.Tensor:
     """The duplicate check of 'set' on a flat index; returns the index to use (traced: the op's output)."""
-    if _ops.traced(flat):
+    if _ops.traced(flat) or _functorch_wrapped(flat):
         return _ops.check_unique(flat, 0, name, text)
     if flat.numel() > 1 and flat.device.type != "meta":
         s = flat.sort().values
@@ -296,7 +300,7 @@ def scatteralong(step: ScatterAlong):
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
-    if _ops.traced(idx):
+    if _ops.traced(idx) or _functorch_wrapped(idx):
         return _ops.check_unique(idx, dim, name, text)
     if idx.shape[dim] > 1 and idx.device.type != "meta":
         s = idx.sort(dim).values
