@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from . import planner, policy, recipe
-from .backends import _BY_TYPE, backend_for, compile_plan
+from .backends import _BY_TYPE, backend_for, compile_plan, watch_for_dynamo
 from .backends.contract import IndexEnv
 from .errors import RearrError
 from .plan import Reshape
@@ -19,7 +19,7 @@ Tensor = TypeVar("Tensor")
 @lru_cache(maxsize=1024)
 def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
     """(op, pattern, shape, lengths, backend) -> the plan's native calls: the hot path's one look-up."""
-    r = recipe.analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
+    r = _analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
     return compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend)
 
 
@@ -31,7 +31,7 @@ def _indexed(
     names = index_names(text)
     lengths = tuple((n, v) for n, v in keywords if n not in names)
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
-    r = recipe.analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
+    r = _analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
     p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
     return p.indices, compile_plan(p.steps, backend)
 
@@ -44,6 +44,19 @@ def index_names(text: str) -> frozenset[str]:
 
 _CACHES = (recipe.analyze, _compiled, _indexed, index_names)
 
+# A key that cannot be hashed skips the caches: torch.compile's symbolic shapes and lengths
+# (torch.SymInt, dynamic shapes: each is planned once per compile) and an unhashable reduce
+# callable. The cached functions' own bodies plan it: nothing differs but the look-up.
+_plan_uncached = _compiled.__wrapped__
+_indexed_uncached = _indexed.__wrapped__
+
+
+def _analyze(text: str, op: str, reduction: object, names: tuple) -> recipe.Recipe:
+    try:
+        return recipe.analyze(text, op, reduction, names)
+    except TypeError:  # an unhashable reduction callable
+        return recipe.analyze.__wrapped__(text, op, reduction, names)
+
 
 def _tensor_and_backend(tensor: Any):
     if isinstance(tensor, list | tuple):
@@ -51,9 +64,10 @@ def _tensor_and_backend(tensor: Any):
             raise RearrError("an empty list has no tensor to rearrange", code="RA500",
                              hint="pass at least one tensor")
         backend = backend_for(tensor[0])
-        shapes = {tuple(t.shape) for t in tensor if backend.accepts(t)}
+        shape = tuple(tensor[0].shape)  # compared, not hashed: torch.compile's symbolic lengths do not hash
+        same_shape = all(tuple(t.shape) == shape for t in tensor if backend.accepts(t))
         devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
-        if len(shapes) != 1 or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
+        if not same_shape or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
             raise RearrError("a list input must hold tensors of one library, shape and device",
                              code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
                              hint="stack only equal-shaped tensors of the same kind")
@@ -73,7 +87,10 @@ def _run(
                 if value.__class__ is not int:  # 2.0 == 2 in a cache key: validate before the look-up
                     kwargs = {n: _length(op, pattern, reduction, kwargs, n, v) for n, v in kwargs.items()}
                     break
-            calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
+            try:
+                calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
+            except TypeError:  # unhashable: see _plan_uncached
+                calls = _plan_uncached(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
             for f in calls:
                 tensor = f(tensor, None)
             return tensor
@@ -88,7 +105,9 @@ def _run(
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
     """A length keyword that is not a plain int: an int it stands for, or the RearrError."""
-    r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
+    if planner.symbolic(value):  # torch.compile's dynamic length, e.g. c=x.shape[1] * 2
+        return value
+    r = _analyze(pattern, op, reduction, tuple(sorted(kwargs)))
     return value if name in r.index_names else recipe.check_length_value(r, name, value)
 
 
@@ -113,10 +132,19 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
         for f in calls:
             x = f(x, env)
     except (IndexError, RuntimeError) as e:
+        if not _index_fault(e):
+            raise
         raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
                          hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                          "to find the bad one") from None
     return x
+
+
+def _index_fault(e: Exception) -> bool:
+    """Whether a backend's error is an index out of range (numpy's IndexError, torch's messages),
+    not an unsupported dtype or a failed allocation, which keep their own type and message."""
+    text = str(e)
+    return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
 
 
 def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, tuple]:
@@ -145,7 +173,10 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             if value.__class__ is not int:
                 value = _length(op, pattern, reduction, kwargs, name, value)
             key.append((name, value))
-    return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+    try:
+        return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+    except TypeError:  # unhashable: see _plan_uncached
+        return _indexed_uncached(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
 
 
 def _check_into(into: Any, x: Any, backend: Any) -> None:
@@ -264,7 +295,7 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
                 a, b = tensors
                 backend = _BY_TYPE.get(a.__class__)
                 if backend is not None and (b.__class__ is a.__class__ or _BY_TYPE.get(b.__class__) is backend):
-                    pre, spec, post = _einsum_plan(pattern, (a.shape, b.shape), lengths)
+                    pre, spec, post = _einsum_planned(pattern, (a.shape, b.shape), lengths)
                     if pre:
                         a = a if pre[0] is None else a.reshape(pre[0])
                         b = b if pre[1] is None else b.reshape(pre[1])
@@ -278,7 +309,7 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
                 if backend is not None:  # (an nn.Parameter is another class of the same backend)
                     shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
                     if len(shapes) == len(tensors):
-                        return _einsum_run(backend, *_einsum_plan(pattern, shapes, lengths), tensors)
+                        return _einsum_run(backend, *_einsum_planned(pattern, shapes, lengths), tensors)
         return _einsum_careful(tensors_and_pattern, axes_lengths)
     except RearrError as e:
         shapes = tuple(_shape_of(t) for t in tensors)
@@ -325,7 +356,7 @@ def _einsum_careful(args: tuple, axes_lengths: dict[str, Any]) -> Any:
             raise RearrError(f"operand {k} is a {type(t).__name__}, operand 0 a {type(tensors[0]).__name__}",
                              code="RA500", hint="give einsum tensors of one library")
     lengths = _einsum_lengths(pattern, axes_lengths)
-    pre, spec, post = _einsum_plan(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
+    pre, spec, post = _einsum_planned(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
     return _einsum_run(backend, pre, spec, post, tuple(tensors))
 
 
@@ -345,6 +376,13 @@ def _einsum_lengths(pattern: str, axes_lengths: dict[str, Any]) -> dict[str, int
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+def _einsum_planned(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, str, tuple | None]:
+    try:
+        return _einsum_plan(pattern, shapes, lengths)
+    except TypeError:  # symbolic shapes under torch.compile cannot be hashed: planned without the cache
+        return _einsum_plan.__wrapped__(pattern, shapes, lengths)
+
+
 @lru_cache(maxsize=1024)
 def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, str, tuple | None]:
     """(pattern, operand shapes, lengths) -> (reshape of each operand or None, the backend's spec,
@@ -359,7 +397,7 @@ def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, st
     ellipses: list[tuple[int, ...]] = []
     operands = []  # per input: (dims, the tensor's length of each dim)
     for k, (dims, shape) in enumerate(zip(r.inputs, shapes)):
-        shape = tuple(int(n) for n in shape)
+        shape = tuple(_length_of(n) for n in shape)
         has_ell = any(d.names == (recipe.ELLIPSIS,) for d in dims)
         n_fixed = len(dims) - has_ell
         if len(shape) != n_fixed and not (has_ell and len(shape) >= n_fixed):
@@ -435,7 +473,7 @@ def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, st
             if d.names == (recipe.ELLIPSIS,):
                 n_ell = len(ell_shape) if shape is None else len(shape) - (len(dims) - 1)
                 text += "..."
-                target.extend(ell_shape if shape is None else (int(n) for n in shape[pos: pos + n_ell]))
+                target.extend(ell_shape if shape is None else (_length_of(n) for n in shape[pos: pos + n_ell]))
                 pos += n_ell
                 continue
             pos += 1
@@ -619,14 +657,19 @@ def _is_length(n: object) -> bool:
 
 def _reshape(backend: Any, t: Any, shape: tuple[int, ...]) -> Any:
     """Through the backend's reshape step: Array API arrays have no .reshape method."""
-    return backend.STEPS[Reshape](Reshape(tuple(int(n) for n in shape)))(t, None)
+    # A torch.SymInt stays symbolic under torch.compile: int() would specialize the graph to one length.
+    return backend.STEPS[Reshape](Reshape(tuple(_length_of(n) for n in shape)))(t, None)
 
 
 def _prod(shape: Iterable[int]) -> int:
     out = 1
     for n in shape:
-        out *= int(n)
+        out *= _length_of(n)
     return out
+
+
+def _length_of(n: Any) -> Any:
+    return n if planner.symbolic(n) else int(n)
 
 
 def _pack_split(pattern: str, op: str) -> tuple[int, int]:
@@ -660,24 +703,41 @@ def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
         shape = tuple(x.shape)
         if pattern.__class__ is not str:
             recipe.parse(pattern)  # the RearrError that says a pattern is a str (not a cache's TypeError)
-        (dims,) = recipe.analyze(pattern, "parse_shape").inputs
-        r = recipe.analyze(pattern, "parse_shape")
-        fake = recipe.Recipe("parse_shape", pattern, None, (dims,), ((),), ())
-        ins, _ = planner._expand_ellipsis(fake, dims, len(shape))
         result: dict[str, int] = {}
-        for k, (dim, n) in enumerate(zip(ins, shape)):
-            names = dim.names
-            if names in (("_",), ) or (names and names[0].startswith(recipe.ELLIPSIS)):
-                continue
-            if not names or "@" in names[0]:
-                want = 1 if not names else int(names[0].split("@")[0])
-                if n != want:
-                    raise RearrError(f"dimension {k} has length {n}, the pattern says {want}", code="RA303",
-                                     pattern=pattern, col=dim.col, hint="use '_' to skip a dimension")
-                continue
-            result[names[0]] = int(n)
-        del r
+        for k, name, want, col in _parse_shape_layout(pattern, len(shape)):
+            n = shape[k]
+            if name is not None:
+                result[name] = n if planner.symbolic(n) else int(n)
+            elif n != want:
+                raise RearrError(f"dimension {k} has length {n}, the pattern says {want}", code="RA303",
+                                 pattern=pattern, col=col, hint="use '_' to skip a dimension")
         return result
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=_shape_of(tensor),
                              op="parse_shape") from None
+
+
+def _parse_shape_layout(pattern: str, ndim: int) -> tuple[tuple[int, str | None, int, int], ...]:
+    """(dimension, axis name or None for a unit/anonymous axis, its required length, column) per checked
+    dimension. Needs only the pattern and the rank: torch.compile runs it once, as a constant."""
+    (dims,) = recipe.analyze(pattern, "parse_shape").inputs
+    fake = recipe.Recipe("parse_shape", pattern, None, (dims,), ((),), ())
+    ins, _ = planner._expand_ellipsis(fake, dims, ndim)
+    out = []
+    for k, dim in enumerate(ins):
+        names = dim.names
+        if names == ("_",) or (names and names[0].startswith(recipe.ELLIPSIS)):
+            continue
+        if not names or "@" in names[0]:
+            out.append((k, None, 1 if not names else int(names[0].split("@")[0]), dim.col))
+        else:
+            out.append((k, names[0], 0, dim.col))
+    return tuple(out)
+
+
+# torch.compile's dynamo calls these at trace time and keeps the result as a constant (the attribute
+# that torch._dynamo.assume_constant_result sets; setting it needs no torch import).
+_parse_shape_layout._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+watch_for_dynamo()  # torch.compile: rearr's functions become graph nodes once torch._dynamo is loaded

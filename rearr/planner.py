@@ -31,6 +31,12 @@ from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_va
 # --- shape arithmetic --------------------------------------------------------
 
 
+def symbolic(n: object) -> bool:
+    """A torch.SymInt: a length that torch.compile keeps symbolic (a dynamic shape). The planner
+    computes with it as with an int; int(n) would specialize the compiled code to one value."""
+    return type(n).__name__ == "SymInt"
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for n in reversed(shape):
@@ -229,7 +235,8 @@ def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, o
     index_names = set(recipe.index_names)
     for name, value in lengths:
         if name not in index_names:
-            lens.set(name, check_length_value(recipe, name, value), "keyword", recipe.col(name))
+            value = value if symbolic(value) else check_length_value(recipe, name, value)
+            lens.set(name, value, "keyword", recipe.col(name))
     for k, (dim, size) in enumerate(zip(ins, shape)):
         lens.solve(dim, size, f"input dimension {k}")
     return ins, outs, ellipsis_axes, lens
@@ -250,10 +257,10 @@ def plan(
     into_shape: tuple[int, ...] | None = None,
 ) -> Plan:
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
-    if any(n != n for n in shape):  # NaN: a dask array whose chunk sizes are not known yet
+    if any(not symbolic(n) and n != n for n in shape):  # NaN: a dask array whose chunk sizes are not known yet
         raise _err(recipe, "RA304", f"the input's shape {tuple(shape)} has unknown lengths", None,
                    "compute them first: x = x.compute_chunk_sizes() (dask)")
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(n if symbolic(n) else int(n) for n in shape)
     ins, outs, ellipsis_axes, lens = _resolve(recipe, shape, lengths)
     gathers, scatters = _specs(recipe.gathers, ellipsis_axes), _specs(recipe.scatters, ellipsis_axes)
     if into_shape is not None:

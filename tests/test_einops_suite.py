@@ -79,12 +79,7 @@ EXCLUDED = {
     "Python; torch.compile and torch.jit.trace are the supported ways)",
 }
 
-_COMPILE = "until compile branch merges (rearr's functions under torch.compile(fullgraph=True))"
-XFAIL = {
-    "test_ops::test_torch_compile_with_dynamic_shape": _COMPILE,
-    "test_other::test_torch_compile_for_functions": _COMPILE,
-    "test_other::test_torch_compile_for_layers": _COMPILE,
-}
+XFAIL: dict[str, str] = {}  # none left: every einops test that is not excluded above passes
 
 
 @pytest.fixture(autouse=True)

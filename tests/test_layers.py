@@ -269,8 +269,6 @@ def test_layer_code_itself_has_no_graph_break(monkeypatch):
         assert explained.graph_break_count == 0, (layer, explained)
 
 
-@pytest.mark.xfail(reason="until compile branch merges (rearr's functions under torch.compile(fullgraph=True))",
-                   strict=False)
 def test_layers_compile_with_fullgraph():
     import torch._dynamo
 

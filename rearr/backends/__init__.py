@@ -12,6 +12,7 @@ framework is already imported.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -69,6 +70,49 @@ def backend_for(x: object) -> ModuleType:
         hint="pass a numpy array, a torch tensor, a dask array, an Array API array (jax, array-api-strict ...), "
         "or a list of equal-shaped ones",
     )
+
+
+class _WhenDynamoLoads(importlib.abc.MetaPathFinder):
+    """Registers rearr's functions with torch.compile's dynamo right after ``torch._dynamo`` is imported.
+
+    allow_in_graph needs torch._dynamo, which ``import torch`` does not load (it costs
+    seconds); torch.compile loads it. This finder waits for that import, at no cost
+    to rearr's calls, so that registration happens before dynamo traces a rearr call,
+    whatever the order of ``import rearr``, ``import torch`` and the first eager call.
+    """
+
+    def find_spec(self, name: str, path: object, target: object = None) -> object:
+        if name != "torch._dynamo":
+            return None
+        sys.meta_path.remove(self)
+        spec = None
+        for finder in sys.meta_path:  # the finders after this one, as the import system would ask them
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            _allow_in_graph()
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _allow_in_graph() -> None:
+    importlib.import_module("rearr.backends._torch_ops").allow_in_graph()
+
+
+def watch_for_dynamo() -> None:
+    """Called once by ``import rearr``: register now if dynamo is loaded, else when it is."""
+    if "torch._dynamo" in sys.modules:
+        _allow_in_graph()
+    elif not any(isinstance(f, _WhenDynamoLoads) for f in sys.meta_path):
+        sys.meta_path.insert(0, _WhenDynamoLoads())
 
 
 def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:

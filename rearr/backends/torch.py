@@ -35,10 +35,17 @@ name = "torch"
 
 def load() -> None:
     """Bind torch and what is made of it (the registry calls this once torch is imported)."""
-    global torch, TENSOR, _INT_DTYPES, _KINDS, _VF, _has_torch_function
+    global torch, TENSOR, _INT_DTYPES, _KINDS, _VF, _has_torch_function, _ops
+    global _tracing_state, _aminmax, _functorch_wrapped
     import torch
     from torch import _VF
     from torch.overrides import has_torch_function as _has_torch_function
+
+    from . import _torch_ops as _ops  # the checks as custom ops under tracing (imports torch)
+
+    _tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
+    _aminmax = torch.aminmax
+    _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batched tensors
 
     TENSOR = torch.Tensor
     _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32,
@@ -231,10 +238,17 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
 
 def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     """Bounds check, and negative values counted from the end."""
-    if t.numel() == 0 or t.device.type == "meta":
+    if t.__class__ is not TENSOR or _tracing_state() is not None:  # _ops.traced(t), inline: the hot path
+        # torch.compile / jit.trace: the check is a node of the graph, run on the real values
+        return _ops.check_index(t, use.length, use.name, use.axis, -1 if use.col is None else use.col, text)
+    if t.is_meta or not t.numel():
         return t
     n = use.length
-    lo, hi = (v.item() for v in torch.aminmax(t))
+    lo, hi = _aminmax(t)  # two tensors, read without a generator: the eager hot path
+    try:
+        lo, hi = lo.item(), hi.item()
+    except RuntimeError:  # torch.func.vmap cannot read values: the check as an op, which has a vmap rule
+        return _ops.check_index(t, n, use.name, use.axis, -1 if use.col is None else use.col, text)
     if lo < -n or hi >= n:
         bad = ((t < -n) | (t >= n)).nonzero()[0]
         raise _common.out_of_range(use, text, int(t[tuple(bad)]), tuple(bad.tolist()))
@@ -338,12 +352,16 @@ def _contiguous(fn):
     return lambda env, x: fn(env, x).contiguous()
 
 
-def _check_unique(flat: torch.Tensor, name: str, text: str) -> None:
+def _check_unique(flat: torch.Tensor, name: str, text: str) -> torch.Tensor:
+    """The duplicate check of 'set' on a flat index; returns the index to use (traced: the op's output)."""
+    if _ops.traced(flat) or _functorch_wrapped(flat):
+        return _ops.check_unique(flat, 0, name, text)
     if flat.numel() > 1 and flat.device.type != "meta":
         s = flat.sort().values
         dup = (s[1:] == s[:-1]).nonzero()
         if dup.numel():
             raise _common.duplicate_under_set(name, text)
+    return flat
 
 
 def scatterrows(step: ScatterRows):
@@ -359,7 +377,7 @@ def scatterrows(step: ScatterRows):
         fill = env.fill
         width = x.shape[1]
         if reduction == "set":
-            _check_unique(flat, names, env.text)
+            flat = _check_unique(flat, names, env.text)
             if base is None:  # fresh tensors are written in place: no second copy
                 return x.new_full((rows, width), fill).index_copy_(0, flat, x)
             return base.index_copy(0, flat, x)
@@ -406,7 +424,7 @@ def scatteralong(step: ScatterAlong):
             idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
         if reduction == "set":
-            _check_unique_along(idx, dim, name, env.text)
+            idx = _check_unique_along(idx, dim, name, env.text)
             if base is None:
                 return x.new_full(shape, env.fill).scatter_(dim, idx, x)
             return base.scatter(dim, idx, x)
@@ -434,11 +452,14 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
             f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
 
 
-def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
+def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+    if _ops.traced(idx) or _functorch_wrapped(idx):
+        return _ops.check_unique(idx, dim, name, text)
     if idx.shape[dim] > 1 and idx.device.type != "meta":
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
             raise _common.duplicate_under_set(name, text)
+    return idx
 
 
 # --- the contract ----------------------------------------------------------------
