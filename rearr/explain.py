@@ -135,7 +135,8 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
     coder = _Code(plan, templates, x, used | {x})
     notes = []
     if plan.indices:
-        notes.append("rearr first converts each index to int64, checks -n <= i < n and counts negative "
+        dtype = "the namespace's default integer dtype" if backend == "array_api" else "int64"
+        notes.append(f"rearr first converts each index to {dtype}, checks -n <= i < n and counts negative "
                      "values from the end (check_bounds=False skips this)")
     if backend == "array_api":
         notes.append(f"xp is {x}'s own namespace: xp = array_api_compat.array_namespace({x})")

@@ -551,6 +551,13 @@ def test_cli_explain_names_the_backends_it_knows():
     assert all(name in done.stderr for name in ("numpy", "torch", "dask", "array_api"))
 
 
+def test_cli_help_names_every_backend_that_explains():
+    done = subprocess.run([sys.executable, "-m", "rearr.cli", "explain", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+    assert all(name in " ".join(done.stdout.split()) for name in backends.explainable())
+
+
 def test_cli_explain_with_an_index():
     done = _cli("b n[idx: b k] c -> b k c", "--shape", "2,5,3", "-l", "k=4")
     assert done.returncode == 0, done.stderr

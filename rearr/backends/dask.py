@@ -123,7 +123,8 @@ def code_reshape(step: Reshape, before, n: Names) -> list[str]:
                   "# instead (dask.array.reshape.reshape_blockwise: the same values, no rechunk); else:"]
     refined = _common_refinement(old, shape)
     if refined is not None and refined not in (old, shape):
-        lines.append(f"{x} = {x}.reshape({args(refined)})  # split first: dask refuses to split and merge one axis")
+        lines += ["# dask refuses to split and merge one axis at once: split first, then merge",
+                  f"{x} = {x}.reshape({args(refined)})"]
     return lines + [f"{x} = {x}.reshape({args(shape)})"]
 
 
