@@ -235,6 +235,10 @@ def check_index(t, use: IndexUse, text: str):
 
 
 def _check_block(block: np.ndarray, use: IndexUse, text: str, block_info=None) -> np.ndarray:
+    # Runs where the block is computed: on a distributed worker, this module is imported fresh and
+    # load() has not run there, so numpy is imported here (it is in sys.modules: a dict lookup).
+    import numpy as np
+
     n = use.length
     bad = (block < -n) | (block >= n)
     if bad.any():
