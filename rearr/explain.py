@@ -3,12 +3,12 @@
 The report is built from the planner's Plan and nothing else: the shapes and
 strides between the steps are the plan's, and the code lines come from the
 backend's CODE table, whose template for each step sits next to the function
-that runs it (rearr/backends/torch.py, numpy.py), so that pasting them gives
-rearr's result (tests/test_explain.py runs them). This module keeps the prose:
-the axes, why each step is a view or a copy, the index formula. Neither
-importing it nor explaining imports torch or numpy (the backend modules bind
-their framework late); numpy is loaded only for ``show=True``, which runs the
-real rearr on an example.
+that runs it (rearr/backends/torch.py, numpy.py, dask.py, array_api.py), so
+that pasting them gives rearr's result (tests/test_explain.py runs them). This
+module keeps the prose: the axes, why each step is a view or a copy, the index
+formula. Neither importing it nor explaining imports torch, numpy or dask (the
+backend modules bind their framework late); numpy is loaded only for
+``show=True``, which runs the real rearr on an example.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .plan import (
 )
 
 OPS = ("rearrange", "reduce", "repeat", "scatter")
-BACKENDS = ("torch", "numpy")  # the backends that ship explain templates (any backend with a CODE table works)
+BACKENDS = ("torch", "numpy", "dask", "array_api")  # the backends that ship explain templates (a CODE table)
 SHOW_LIMIT = 64  # --show prints arrays of at most this many elements
 
 Names = tuple[tuple[str, ...], ...]  # the elementary axes of each dimension
@@ -135,8 +135,11 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
     coder = _Code(plan, templates, x, used | {x})
     notes = []
     if plan.indices:
-        notes.append("rearr first converts each index to int64, checks -n <= i < n and counts negative "
+        dtype = "the namespace's default integer dtype" if backend == "array_api" else "int64"
+        notes.append(f"rearr first converts each index to {dtype}, checks -n <= i < n and counts negative "
                      "values from the end (check_bounds=False skips this)")
+    if backend == "array_api":
+        notes.append(f"xp is {x}'s own namespace: xp = array_api_compat.array_namespace({x})")
     if callable(reduction):
         notes.append(f"{coder.names.reduction}(x, axes) in the code is the callable you passed as reduction")
     if op == "scatter":

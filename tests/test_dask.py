@@ -4,6 +4,9 @@ values equal to the numpy backend's, on the threaded scheduler and on a real Loc
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import dask  # the test extra installs dask[distributed]: these tests must run, never skip
 import dask.array as da
 import distributed
@@ -264,3 +267,14 @@ def test_unknown_chunk_sizes() -> None:
     assert "compute_chunk_sizes()" in e.value.hint
     got = rearr.rearrange(y.compute_chunk_sizes(), "(a b) -> b a", b=2)
     np.testing.assert_array_equal(got.compute(), np.arange(4.0, 12.0).reshape(4, 2).T)
+
+
+def test_the_block_check_runs_where_the_backend_was_never_loaded() -> None:
+    """A distributed worker imports rearr.backends.dask fresh, without the registry's load(): what runs
+    on the blocks must not need it (a NameError on np there, once)."""
+    code = ("import numpy, rearr.backends.dask as d; from rearr.plan import IndexUse; "
+            "use = IndexUse('idx', 'n', 5, ('k',), (2,), 0); "
+            "print(d._check_block(numpy.array([0, -1]), use, 'n[idx: k] -> k').tolist())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0, 4]"

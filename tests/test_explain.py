@@ -13,6 +13,10 @@ import shlex
 import subprocess
 import sys
 
+import array_api_strict
+import dask.array as da
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
@@ -26,6 +30,7 @@ from rearr.explain import BACKENDS
 from rearr.plan import (
     STEP_KINDS,
     ScatterAlong,
+    ScatterRows,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -124,39 +129,88 @@ def _rearr(case, x, lengths, indices):
     return getattr(rearr, op)(x, pattern, **lengths, **indices)
 
 
-def _run_code(explanation, x, indices, backend: str):
-    namespace = {"np": np, "torch": torch, explanation.input_name: x, **indices}
+# Where the printed code runs: each explain backend, the Array API one on two libraries. The printed code
+# calls the namespace it finds here: np, torch, da (dask) or xp (the array's Array API namespace).
+LIBRARIES = {"torch": "torch", "numpy": "numpy", "dask": "dask", "array_api_strict": "array_api", "jax": "array_api"}
+_XP = {"array_api_strict": array_api_strict, "jax": jnp}
+
+
+def _to(library: str, a: np.ndarray):
+    """A numpy array as the library's array (dask: about 3 blocks on every axis, ragged where it does not
+    divide, so that steps meet block edges while the graphs stay small)."""
+    if library == "torch":
+        return torch.from_numpy(a)
+    if library == "dask":
+        return da.from_array(a, chunks=tuple(max(1, -(-n // 3)) for n in a.shape))
+    if library == "jax":  # jax without x64 holds 32-bit numbers: convert them here, not silently in jnp
+        a = a.astype({"f": np.float32, "i": np.int32, "u": np.uint32}.get(a.dtype.kind, a.dtype)) \
+            if a.dtype.itemsize == 8 else a
+    return _XP[library].asarray(a) if library in _XP else a
+
+
+def _numpy(y) -> np.ndarray:
+    if isinstance(y, da.Array):
+        return y.compute()
+    if isinstance(y, jax.Array):
+        return np.asarray(y)
+    return np.from_dlpack(y) if hasattr(y, "__dlpack__") and not isinstance(y, np.ndarray) else np.asarray(y)
+
+
+def _run_code(explanation, x, indices, library: str = "numpy"):
+    namespace = {"np": np, "torch": torch, "da": da, explanation.input_name: x, **indices}
+    if library in _XP:
+        namespace["xp"] = _XP[library]
     if callable(explanation.reduction):
         namespace["reduction"] = explanation.reduction
     exec("\n".join(explanation.code), namespace)  # noqa: S102 - the point of the test
     return namespace[explanation.input_name]
 
 
-@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def _refused(library: str, case) -> bool:
+    """dask and the Array API have no at-style update: rearr refuses their scatters, and so does explain."""
+    return case[0] == "scatter" and LIBRARIES[library] in ("dask", "array_api")
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_printed_code_gives_rearrs_result(case, backend):
+def test_printed_code_gives_rearrs_result(case, library):
     op, pattern, shape, reduction, keywords = case
     x, lengths, indices = _inputs(case)
-    if backend == "torch":
-        x = torch.from_numpy(x)
-        indices = {k: torch.from_numpy(v) for k, v in indices.items()}
+    if library == "array_api_strict" and callable(reduction):
+        pytest.skip("the callable calls x.sum, which array-api-strict arrays do not have (rearr passes x as it is)")
+    x, indices = _to(library, x), {k: _to(library, v) for k, v in indices.items()}
     shapes = {name: v.shape for name, v in indices.items()}
+    backend = LIBRARIES[library]
+    if _refused(library, case):
+        with pytest.raises(RearrError) as printed:
+            explain(pattern, shape, op=op, reduction=reduction, backend=backend, **lengths, **shapes)
+        with pytest.raises(RearrError) as ran:
+            _rearr(case, x, lengths, indices)
+        assert printed.value.code == ran.value.code == "RA500"
+        assert "cannot be scattered" in printed.value.message and "cannot be scattered" in ran.value.message
+        if library == "dask":  # the same error, from one function next to the factory
+            assert (printed.value.message, printed.value.hint) == (ran.value.message, ran.value.hint)
+        return
     e = explain(pattern, shape, op=op, reduction=reduction, backend=backend, **lengths, **shapes)
-    got = _run_code(e, x, indices, backend)
+    got = _run_code(e, x, indices, library)
     want = _rearr(case, x, lengths, indices)
+    assert type(got) is type(want)  # dask: still a lazy dask array; jax, array-api-strict: their own arrays
     assert tuple(got.shape) == tuple(want.shape) == e.out_shape
-    if backend == "torch":
+    if library == "torch":
         torch.testing.assert_close(got, want, rtol=1e-12, atol=0)
     else:
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(_numpy(got), _numpy(want))
 
 
 @given(st.one_of(transform_cases(), gather_cases(), scatter_cases(dtypes=("float64", "float32"))),
-       st.sampled_from(["torch", "numpy"]))
+       st.sampled_from(["torch", "numpy", "torch", "numpy", "dask", "array_api_strict"]))
 def test_printed_code_on_random_patterns(case, backend):
     """The same check on the patterns that the property tests draw (no fill= or into=, which explain leaves out)."""
     assume(case.into is None)
     case.fill = None
+    if backend in ("dask", "array_api_strict"):
+        _check_other_library(case, backend)
+        return
     x, kwargs = case.inputs(backend)
     if case.as_list:
         x = np.stack(x) if backend == "numpy" else torch.stack(x)
@@ -183,24 +237,63 @@ def test_printed_code_on_random_patterns(case, backend):
         assert _shares_memory(want, x) == e.is_view, str(e)
 
 
+def _check_other_library(case, library: str) -> None:
+    """test_printed_code_on_random_patterns on dask or array-api-strict: the printed code against rearr."""
+    x, kwargs = case.inputs("numpy")
+    x = np.stack(x) if case.as_list else x
+    try:
+        want = _rearr((case.op, case.pattern, None, case.reduction, None), x, kwargs, {})  # numpy's, as a filter
+    except RearrError:
+        assume(False)
+    shapes = {k: tuple(v.shape) if hasattr(v, "shape") else v for k, v in kwargs.items()}
+    backend = LIBRARIES[library]
+    if case.op == "scatter":
+        with pytest.raises(RearrError, match="cannot be scattered"):
+            explain(case.pattern, tuple(x.shape), op=case.op, reduction=case.reduction, backend=backend, **shapes)
+        return
+    e = explain(case.pattern, tuple(x.shape), op=case.op, reduction=case.reduction, backend=backend, **shapes)
+    lengths = {k: v for k, v in kwargs.items() if not isinstance(v, np.ndarray)}
+    indices = {u.name: _to(library, kwargs[u.name].astype(np.int64) % max(u.length, 1)) for u in e.plan.indices}
+    x = _to(library, x)
+    want = _rearr((case.op, case.pattern, None, case.reduction, None), x, {**lengths, **indices}, {})
+    got = _run_code(e, x, indices, library)
+    assert type(got) is type(want) and tuple(got.shape) == tuple(want.shape) == e.out_shape
+    np.testing.assert_array_equal(_numpy(got), _numpy(want))
+
+
 def _shares_memory(a, b) -> bool:
     if not isinstance(a, torch.Tensor):
         return np.shares_memory(a, b)
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
+def test_explain_covers_every_backend_that_ships_templates():
+    assert set(BACKENDS) == set(backends.explainable()) == set(LIBRARIES.values())
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_table_executes_every_step_kind_on_every_backend(backend):
-    """test_printed_code_gives_rearrs_result runs CASES on each backend: together they hold every step kind."""
-    seen = set()
+    """test_printed_code_gives_rearrs_result runs CASES on each backend: together they hold every step kind.
+
+    A step kind that the backend refuses (dask's and the Array API's scatters) counts as executed when
+    explain refuses it too, with the error that running it raises (checked there).
+    """
+    seen, refused = set(), set()
     for case in CASES:
         op, pattern, shape, reduction, _ = case
         _, lengths, indices = _inputs(case)
-        e = explain(pattern, shape, op=op, reduction=reduction, backend=backend, **lengths,
-                    **{k: v.shape for k, v in indices.items()})
+        kwargs = dict(op=op, reduction=reduction, **lengths, **{k: v.shape for k, v in indices.items()})
+        try:
+            e = explain(pattern, shape, backend=backend, **kwargs)
+        except RearrError as error:
+            assert "cannot be scattered" in error.message, error
+            refused |= {type(s) for s in explain(pattern, shape, backend="numpy", **kwargs).plan.steps}
+            continue
         seen |= {type(s) for s in e.plan.steps}
-    missing = set(STEP_KINDS) - seen
+    missing = set(STEP_KINDS) - seen - refused
     assert not missing, f"no case lowers to {', '.join(k.__name__ for k in missing)}"
+    assert set(STEP_KINDS) - seen <= {ScatterRows, ScatterAlong}
+    assert bool(refused) == (backend in ("dask", "array_api"))
     assert set(backends.code_templates(backend)) == set(STEP_KINDS)
 
 
@@ -213,6 +306,50 @@ def test_numpy_scatter_along_an_axis_prints_the_precomputed_offsets():
     assert "ravel_multi_index" not in code
     assert "offset = np.arange(2).reshape(2, 1, 1) * 15 + np.arange(3).reshape(1, 1, 3)" in code
     assert "flat = (offset + idx.transpose((1, 0, 2)) * 3).reshape(-1)" in code
+
+
+def test_dask_merge_prints_the_blockwise_reshape_that_rearr_runs_for_whole_blocks():
+    """Whether dask's merge runs block by block depends on x's chunks: the template prints that call as a comment."""
+    e = explain("b c h -> b (c h)", (2, 5, 32), backend="dask")
+    alternative = [line for line in e.code if line.startswith("#   ")]
+    assert alternative == ["#   x = reshape_blockwise(x, (2, 160))"]
+    assert e.code[-1].startswith("x = x.reshape(2, 160)")
+    from dask.array.reshape import reshape_blockwise
+
+    data = np.random.default_rng(0).standard_normal((2, 5, 32))
+    # chunks of whole (c h) rows: rearr runs the commented call; chunks of 2: the printed one. Same values.
+    for chunks, runs in [(((1, 1), (1,) * 5, (32,)), alternative[0][4:]), (2, "\n".join(e.code))]:
+        x = da.from_array(data, chunks=chunks)
+        want = rearr.rearrange(x, "b c h -> b (c h)")
+        namespace = {"x": x, "reshape_blockwise": reshape_blockwise, "da": da}
+        exec(runs, namespace)  # noqa: S102 - the point of the test
+        assert namespace["x"].chunks == want.chunks  # the call that rearr makes for these chunks
+        np.testing.assert_array_equal(namespace["x"].compute(), want.compute())
+        np.testing.assert_array_equal(_run_code(e, x, {}, "dask").compute(), want.compute())
+
+
+def test_dask_split_and_merge_of_one_axis_prints_the_split_first():
+    e = explain("(a b) c -> a (b c)", (6, 4), backend="dask", a=2)
+    assert [line.split("  #")[0] for line in e.code] == [
+        "# dask refuses to split and merge one axis at once: split first, then merge",
+        "x = x.reshape(2, 3, 4)", "x = x.reshape(2, 12)"]
+    x = da.from_array(np.arange(24.0).reshape(6, 4), chunks=(4, 3))
+    np.testing.assert_array_equal(_run_code(e, x, {}, "dask").compute(),
+                                  rearr.rearrange(x, "(a b) c -> a (b c)", a=2).compute())
+
+
+def test_array_api_sum_of_bools_prints_the_cast_as_a_comment():
+    """explain does not know the dtype: the cast rearr makes for bool input is printed as a comment that runs."""
+    e = explain("a b -> a", (2, 3), op="reduce", reduction="sum", backend="array_api")
+    assert e.code[0] == "# a bool x is first cast: x = xp.astype(x, xp.arange(1).dtype)"
+    assert any("xp = array_api_compat.array_namespace(x)" in note for note in e.notes)
+    x = array_api_strict.asarray([[True, False, True], [True, True, True]])
+    code = [e.code[0].split(": ", 1)[1], *e.code[1:]]
+    namespace = {"x": x, "xp": array_api_strict}
+    exec("\n".join(code), namespace)  # noqa: S102 - the point of the test
+    want = rearr.reduce(x, "a b -> a", "sum")
+    assert namespace["x"].dtype == want.dtype
+    np.testing.assert_array_equal(np.from_dlpack(namespace["x"]), np.from_dlpack(want))
 
 
 def test_explain_reads_the_shapes_and_strides_the_planner_recorded():
@@ -365,10 +502,12 @@ def test_the_report_holds_the_parts():
 
 
 def test_explain_imports_neither_torch_nor_numpy():
-    """The backends' templates are read without their framework (torch is an optional extra)."""
+    """The backends' templates are read without their framework (torch, dask, the Array API are optional extras)."""
     code = ("import sys, rearr; print(rearr.explain('c b h -> b (c h)', (2, 5, 32))); "
             "print(rearr.explain('b k -> b n[idx]', (2, 4), op='scatter', reduction='max', backend='numpy', n=6)); "
-            "assert 'torch' not in sys.modules and 'numpy' not in sys.modules")
+            "print(rearr.explain('b n[idx: b k] c -> b k c', (2, 5, 3), k=4, backend='dask')); "
+            "print(rearr.explain('b n[idx: b k] c -> b k c', (2, 5, 3), k=4, backend='array_api')); "
+            "assert not {'torch', 'numpy', 'dask', 'array_api_compat', 'jax'} & set(sys.modules), sorted(sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT})
     assert done.returncode == 0, done.stderr
@@ -395,6 +534,31 @@ def test_cli_explain_options():
     done = _cli("a b c -> a", "--shape", "2,3,4", "--op", "reduce", "--reduction", "mean")
     assert done.returncode == 0, done.stderr
     assert "x = x.mean(dim=(1, 2))" in done.stdout  # no merging reshape: the reduction takes both axes
+
+
+@pytest.mark.parametrize("backend", ["dask", "array_api"])
+def test_cli_explain_backends(backend):
+    done = _cli("b n[idx: b k] c -> b k c", "--shape", "2,5,3", "-l", "k=4", "--backend", backend)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(explain("b n[idx: b k] c -> b k c", (2, 5, 3), k=4, backend=backend))
+    assert f"{backend} code" in done.stdout
+    done = _cli("b k -> b n[idx]", "--shape", "2,4", "--op", "scatter", "--reduction", "sum", "-l", "n=6",
+                "--backend", backend)
+    assert done.returncode == 1 and "cannot be scattered" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_explain_names_the_backends_it_knows():
+    done = _cli("a b -> b a", "--shape", "2,3", "--backend", "mxnet")
+    assert done.returncode == 1
+    assert "unknown backend 'mxnet'" in done.stderr
+    assert all(name in done.stderr for name in ("numpy", "torch", "dask", "array_api"))
+
+
+def test_cli_help_names_every_backend_that_explains():
+    done = subprocess.run([sys.executable, "-m", "rearr.cli", "explain", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+    assert all(name in " ".join(done.stdout.split()) for name in backends.explainable())
 
 
 def test_cli_explain_with_an_index():

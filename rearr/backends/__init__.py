@@ -123,14 +123,26 @@ def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
     return calls if check is None else (check, *calls)
 
 
+def _by_name() -> dict[str, str]:
+    """Each backend module by its short name (numpy, torch, dask, array_api), without importing it."""
+    return {module.rpartition(".")[2]: module for module in (*(m for _, m in _SPECS), _GENERIC)}
+
+
+def explainable() -> tuple[str, ...]:
+    """The names of the backends that ship explain templates (a CODE table); no framework is imported."""
+    return tuple(name for name, module in _by_name().items()
+                 if getattr(importlib.import_module(module), "CODE", None) is not None)
+
+
 def code_templates(name: str) -> dict:
-    """The CODE table (explain's templates) of the backend for framework ``name``; the framework is not imported."""
-    module = next((m for framework, m in _SPECS if framework == name), None)
+    """The CODE table (explain's templates) of the backend ``name`` (its module's last name, or the
+    framework it is registered for); the framework is not imported."""
+    modules = _by_name()
+    module = modules.get(name) or next((m for framework, m in _SPECS if framework == name), None)
     if module is None:
-        raise RearrError(f"unknown backend {name!r}", code="RA500",
-                         hint=f"one of {', '.join(framework for framework, _ in _SPECS)}")
+        raise RearrError(f"unknown backend {name!r}", code="RA500", hint=f"one of {', '.join(modules)}")
     templates = getattr(importlib.import_module(module), "CODE", None)
     if templates is None:
         raise RearrError(f"the {name} backend has no code templates to explain with", code="RA500",
-                         hint="explain with backend='torch' or 'numpy'")
+                         hint=f"explain with backend= one of {', '.join(explainable())}")
     return templates

@@ -4,7 +4,9 @@ jax, array-api-strict, cupy, mlx ...: each step is one call of the array's own
 namespace (found through ``array_api_compat``, imported on the first such array),
 so the result is the input's own array type. Gather works through ``take`` and
 ``take_along_axis``; scatter needs an at-style update that the standard does not
-have, so it is refused with a RearrError that names the library.
+have, so it is refused with a RearrError that names the library (explain refuses
+such a plan with the same error). The code explain prints calls the namespace
+``xp``: the input's own, ``array_api_compat.array_namespace(x)``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from ..plan import (
     ScatterRows,
     TakeRows,
 )
-from . import _common
+from . import _code, _common
+from ._code import Names, tup
 from .contract import IndexEnv
 
 name = "array_api"
@@ -121,14 +124,26 @@ def reshape(step: Reshape):
     return lambda x, env: namespace(x).reshape(x, shape)
 
 
+def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+    return [f"{n.x} = xp.reshape({n.x}, {tup(step.shape)})"]
+
+
 def permute(step: Permute):
     perm = step.perm
     return lambda x, env: namespace(x).permute_dims(x, perm)
 
 
+def code_permute(step: Permute, before, n: Names) -> list[str]:
+    return [f"{n.x} = xp.permute_dims({n.x}, {tup(step.perm)})"]
+
+
 def expand(step: Expand):
     shape = step.shape
     return lambda x, env: namespace(x).broadcast_to(x, shape)
+
+
+def code_expand(step: Expand, before, n: Names) -> list[str]:
+    return [f"{n.x} = xp.broadcast_to({n.x}, {tup(step.shape)})"]
 
 
 def reduce(step: Reduce):
@@ -143,6 +158,15 @@ def reduce(step: Reduce):
         return getattr(xp, r)(x, axis=axes)
 
     return run
+
+
+def code_reduce(step: Reduce, before, n: Names) -> list[str]:
+    x, r, axes = n.x, step.reduction, step.axes
+    if callable(r):  # the callable that was passed, bound to this name
+        return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
+    # explain does not know the dtype: the cast that rearr makes for bool input is a comment.
+    cast = [f"# a bool {x} is first cast: {x} = xp.astype({x}, xp.arange(1).dtype)"] if r in ("sum", "prod") else []
+    return cast + [f"{x} = xp.{r}({x}, axis={tup(axes)})"]
 
 
 # --- indices -----------------------------------------------------------------
@@ -217,6 +241,16 @@ def _term(c: IndexTerm, env: IndexEnv, xp: ModuleType, like):
     return t * c.stride if c.stride != 1 else t
 
 
+def _term_code(t: IndexTerm, n: Names) -> str:
+    if t.index is None:  # the namespace's default integer dtype is _index_dtype's
+        expr, have = f"xp.arange({t.length}, device={n.x}.device)", (t.length,)
+    else:
+        expr, have = _code.index_expr(t, n, lambda e, perm: f"xp.permute_dims({e}, {tup(perm)})")
+    if have != t.shape:
+        expr = f"xp.reshape({expr}, {tup(t.shape)})"
+    return f"{expr} * {t.stride}" if t.stride != 1 else expr
+
+
 def _rows(terms: tuple[IndexTerm, ...], strides: tuple[int, ...], space: tuple[int, ...], env: IndexEnv, xp, like):
     """The flat row numbers sum(term * stride) over the index space, as a 1-d array."""
     total = None
@@ -225,6 +259,12 @@ def _rows(terms: tuple[IndexTerm, ...], strides: tuple[int, ...], space: tuple[i
         t = t * stride if stride != 1 else t
         total = t if total is None else total + t
     return xp.reshape(xp.broadcast_to(total, space), (-1,))
+
+
+def _rows_code(terms: tuple[IndexTerm, ...], strides: tuple[int, ...], space: tuple[int, ...], n: Names) -> str:
+    """_rows as lines that leave the row numbers in ``n.flat``."""
+    total = " + ".join(_term_code(c, n) + (f" * {stride}" if stride != 1 else "") for c, stride in zip(terms, strides))
+    return f"{n.flat} = xp.reshape(xp.broadcast_to({total}, {tup(space)}), (-1,))"
 
 
 def takerows(step: TakeRows):
@@ -236,6 +276,10 @@ def takerows(step: TakeRows):
         return xp.take(x, _rows(terms, ones, space, env, xp, x), axis=0)
 
     return run
+
+
+def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+    return [_rows_code(step.terms, (1,) * len(step.terms), step.space, n), f"{n.x} = xp.take({n.x}, {n.flat}, axis=0)"]
 
 
 def gatheralong(step: GatherAlong):
@@ -252,6 +296,13 @@ def gatheralong(step: GatherAlong):
     return run
 
 
+def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+    x, dim = n.x, step.dim
+    return ["# (a namespace before Array API 2024.12 lacks take_along_axis: rearr takes flat positions instead)",
+            f"{x} = xp.take_along_axis({x}, xp.broadcast_to({_term_code(step.term, n)}, {tup(step.shape)}), "
+            f"axis={dim})"]
+
+
 def _take_along(xp: ModuleType, x, idx, dim: int):
     """take_along_axis for namespaces before Array API 2024.12: one take of flat positions."""
     strides = [math.prod(x.shape[d + 1:]) for d in range(x.ndim)]
@@ -263,12 +314,19 @@ def _take_along(xp: ModuleType, x, idx, dim: int):
     return xp.reshape(xp.take(xp.reshape(x, (-1,)), xp.reshape(flat, (-1,)), axis=0), idx.shape)
 
 
-def advancedindex(step: AdvancedIndex):
-    """x[c0, c1, ...] as one take of rows: integer-array indexing of several axes is optional in the standard."""
+def _as_rows(step: AdvancedIndex) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The leading axes' lengths, each term's stride among them (row numbers of x viewed as (leading, rest)),
+    and the index space."""
     terms = step.terms
     lead = tuple(c.length for c in terms)
     strides = tuple(math.prod(lead[i + 1:]) for i in range(len(lead)))
-    space = tuple(max(c.shape[d] for c in terms) for d in range(len(terms[0].shape)))
+    return lead, strides, tuple(max(c.shape[d] for c in terms) for d in range(len(terms[0].shape)))
+
+
+def advancedindex(step: AdvancedIndex):
+    """x[c0, c1, ...] as one take of rows: integer-array indexing of several axes is optional in the standard."""
+    terms = step.terms
+    lead, strides, space = _as_rows(step)
 
     def run(x, env):
         xp = namespace(x)
@@ -279,16 +337,32 @@ def advancedindex(step: AdvancedIndex):
     return run
 
 
+def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+    lead, strides, space = _as_rows(step)
+    rest = before.shape[len(lead):]
+    return [f"{n.x} = xp.reshape({n.x}, ({math.prod(lead)}, {math.prod(rest)}))",
+            _rows_code(step.terms, strides, space, n),
+            f"{n.x} = xp.reshape(xp.take({n.x}, {n.flat}, axis=0), {tup(space + rest)})"]
+
+
+def _scatter_refused(lib: str, pattern: str | None = None) -> RearrError:
+    return RearrError(f"{lib} arrays cannot be scattered: the Array API standard has no at-style update "
+                      "(index_add, scatter_reduce, x.at[i].add)", code="RA500", pattern=pattern,
+                      hint="scatter on numpy or torch: convert with np.from_dlpack(x) (and the indices), "
+                      "call rearr.scatter there, and convert back with xp.asarray"
+                      + ("; in jax, out.at[idx].add(src) writes it natively" if lib.startswith("jax") else ""))
+
+
 def _no_scatter(step: ScatterRows | ScatterAlong):
     def run(x, env):
-        lib = library(x)
-        raise RearrError(f"{lib} arrays cannot be scattered: the Array API standard has no at-style update "
-                         "(index_add, scatter_reduce, x.at[i].add)", code="RA500", pattern=env.text,
-                         hint="scatter on numpy or torch: convert with np.from_dlpack(x) (and the indices), "
-                         "call rearr.scatter there, and convert back with xp.asarray"
-                         + ("; in jax, out.at[idx].add(src) writes it natively" if lib.startswith("jax") else ""))
+        raise _scatter_refused(library(x), env.text)
 
     return run
+
+
+def code_no_scatter(step: ScatterRows | ScatterAlong, before, n: Names) -> list[str]:
+    """explain refuses the plan with the error that running it raises (for any library): no code to print."""
+    raise _scatter_refused("Array API")
 
 
 scatterrows = scatteralong = _no_scatter
@@ -306,4 +380,17 @@ STEPS = {
     AdvancedIndex: advancedindex,
     ScatterRows: scatterrows,
     ScatterAlong: scatteralong,
+}
+
+# Each step kind -> the code explain prints for it, written next to the factory that runs it.
+CODE = {
+    Reshape: code_reshape,
+    Permute: code_permute,
+    Reduce: code_reduce,
+    Expand: code_expand,
+    TakeRows: code_takerows,
+    GatherAlong: code_gatheralong,
+    AdvancedIndex: code_advancedindex,
+    ScatterRows: code_no_scatter,
+    ScatterAlong: code_no_scatter,
 }

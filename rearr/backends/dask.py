@@ -11,23 +11,25 @@ Chunks are handled on purpose (docs/backends.md says the same for users):
 - a gather along an axis needs that whole axis in each block (an index may point anywhere on it):
   that axis becomes one chunk, the others keep theirs, and the index is chunked to match.
 
-numpy's reshape, permute and reduce factories serve dask unchanged: they call array methods or numpy
-functions, which dask arrays implement lazily (NEP 18).
+numpy's permute and reduce factories (and their templates) serve dask unchanged: they call array
+methods or numpy functions, which dask arrays implement lazily (NEP 18).
+
+dask and numpy are bound by load(), which the registry calls when the first dask array arrives:
+explain reads the code templates (the CODE table) without either. Where the calls a step makes
+depend on the input's chunks, which explain does not know, its template says so in a comment.
 """
 
 from __future__ import annotations
 
 import math
-
-import dask.array as da
-import numpy as np
-from dask.array.reshape import reshape_blockwise
+from typing import TYPE_CHECKING
 
 from ..errors import RearrError
 from ..plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,
+    IndexTerm,
     IndexUse,
     Permute,
     Reduce,
@@ -36,22 +38,34 @@ from ..plan import (
     ScatterRows,
     TakeRows,
 )
-from . import _common
+from . import _code, _common
 from . import numpy as _np_backend
-from .numpy import _row_positions, _term
+from ._code import Names, args, tup
+from .numpy import _row_positions, _row_positions_code, _term, _term_code
+from .numpy import code_permute as code_permute
+from .numpy import code_reduce as code_reduce
 from .numpy import dtype_kind as dtype_kind
 from .numpy import dtype_range as dtype_range
 from .numpy import itemsize as itemsize
 from .numpy import permute as permute
 from .numpy import reduce as reduce
 
+if TYPE_CHECKING:
+    import dask.array as da
+    import numpy as np
+
 name = "dask"
-TENSOR = da.Array
 INDEXES_OTHER = True  # numpy's take_along_axis and indexing run on each block
 
 
 def load() -> None:
-    """dask reuses numpy's step factories, whose numpy is bound by their module's load()."""
+    """Bind dask and numpy; dask reuses numpy's step factories, whose numpy is bound by their module's load()."""
+    global da, np, reshape_blockwise, TENSOR
+    import dask.array as da
+    import numpy as np
+    from dask.array.reshape import reshape_blockwise
+
+    TENSOR = da.Array
     _np_backend.load()
 
 
@@ -93,6 +107,24 @@ def reshape(step: Reshape):
         return reshape_blockwise(core, tuple(n for n in shape if n != 1)).reshape(shape)
 
     return run
+
+
+def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+    x, old, shape = n.x, before.shape, step.shape
+    if old == shape:
+        return [f"# {x} already has shape {tup(shape)}: rearr returns it as it is"]
+    lines = []
+    if _moves_whole_blocks(old, tuple((m,) for m in old), shape):  # a merge: blockwise for some chunks
+        core, new_core = tuple(m for m in old if m != 1), tuple(m for m in shape if m != 1)
+        blockwise = f"reshape_blockwise({_code.view(x, old, core, 'reshape')}, {tup(new_core)})"
+        lines += [f"# where each block of {x} is a run of the result (explain does not know {x}'s chunks), rearr runs",
+                  f"#   {x} = {_code.view(blockwise, new_core, shape, 'reshape')}",
+                  "# instead (dask.array.reshape.reshape_blockwise: the same values, no rechunk); else:"]
+    refined = _common_refinement(old, shape)
+    if refined is not None and refined not in (old, shape):
+        lines += ["# dask refuses to split and merge one axis at once: split first, then merge",
+                  f"{x} = {x}.reshape({args(refined)})"]
+    return lines + [f"{x} = {x}.reshape({args(shape)})"]
 
 
 def _common_refinement(old: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -173,6 +205,15 @@ def expand(step: Expand):
     return run
 
 
+def code_expand(step: Expand, before, n: Names) -> list[str]:
+    first = next((d for d, (a, b) in enumerate(zip(before.shape, step.shape)) if a != b), len(step.shape))
+    call = [f"{n.x} = da.broadcast_to({n.x}, {tup(step.shape)})"]
+    if all(m <= 1 for m in before.shape[first + 1:]):  # no later axis that may have several chunks: dask's default
+        return call
+    return ["# rearr passes chunks=: the repeated axes in chunks of 1 where a later axis has several chunks",
+            f"# (explain does not know {n.x}'s chunks; the values are the same)"] + call
+
+
 # --- indices -----------------------------------------------------------------
 
 
@@ -193,6 +234,10 @@ def check_index(t, use: IndexUse, text: str):
 
 
 def _check_block(block: np.ndarray, use: IndexUse, text: str, block_info=None) -> np.ndarray:
+    # Runs where the block is computed: on a distributed worker, this module is imported fresh and
+    # load() has not run there, so numpy is imported here (it is in sys.modules: a dict lookup).
+    import numpy as np
+
     n = use.length
     bad = (block < -n) | (block >= n)
     if bad.any():
@@ -208,11 +253,21 @@ def takerows(step: TakeRows):
     return lambda x, env: x[rows(env)]
 
 
-def advancedindex(step: AdvancedIndex):
-    """x[c0, c1, ...] as one take of rows of x viewed as (leading axes, the rest)."""
+def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+    pre, flat = _row_positions_code(step.terms, step.space, n)
+    return pre + [f"{n.x} = {n.x}[{flat}]"]
+
+
+def _as_rows(step: AdvancedIndex) -> tuple[tuple[int, ...], tuple[IndexTerm, ...], tuple[int, ...]]:
+    """The leading axes' lengths, the terms as row numbers of x viewed as (leading axes, the rest), the space."""
     lead = tuple(c.length for c in step.terms)
     terms = tuple(c.replace(stride=math.prod(lead[i + 1:])) for i, c in enumerate(step.terms))
-    space = tuple(max(c.shape[d] for c in terms) for d in range(len(terms[0].shape)))
+    return lead, terms, tuple(max(c.shape[d] for c in terms) for d in range(len(terms[0].shape)))
+
+
+def advancedindex(step: AdvancedIndex):
+    """x[c0, c1, ...] as one take of rows of x viewed as (leading axes, the rest)."""
+    lead, terms, space = _as_rows(step)
     positions = _row_positions(terms, space)
 
     def run(x: da.Array, env) -> da.Array:
@@ -223,27 +278,54 @@ def advancedindex(step: AdvancedIndex):
     return run
 
 
+def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+    lead, terms, space = _as_rows(step)
+    rest = before.shape[len(lead):]
+    pre, flat = _row_positions_code(terms, space, n)
+    return [f"{n.x} = {n.x}.reshape({math.prod(lead)}, {math.prod(rest)})"] + pre + \
+        [f"{n.x} = {n.x}[{flat}].reshape({args(space + rest)})"]
+
+
 def gatheralong(step: GatherAlong):
     dim, shape = step.dim, step.shape
     index = _term(step.term)
 
     def run(x: da.Array, env) -> da.Array:
         x = x.rechunk({dim: -1})  # an index may point anywhere along dim: the whole axis in each block
-        chunks = tuple((n,) if d == dim else x.chunks[d] for d, n in enumerate(shape))
-        idx = da.broadcast_to(da.asarray(index(env)), shape).rechunk(chunks)
-        return da.map_blocks(np.take_along_axis, x, idx, axis=dim, dtype=x.dtype, chunks=chunks)
+        idx = da.broadcast_to(da.asarray(index(env)), shape).rechunk(
+            x.chunks[:dim] + ((shape[dim],),) + x.chunks[dim + 1:])  # the index in x's blocks
+        return da.map_blocks(np.take_along_axis, x, idx, axis=dim, dtype=x.dtype, chunks=idx.chunks)
 
     return run
+
+
+def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+    x, dim, shape = n.x, step.dim, step.shape
+    return [f"{x} = {x}.rechunk({{{dim}: -1}})  # the whole axis {dim} in each block",
+            f"{n.flat} = da.broadcast_to(da.asarray({_term_code(step.term, n)}), {tup(shape)}).rechunk("
+            f"{x}.chunks[:{dim}] + (({shape[dim]},),) + {x}.chunks[{dim + 1}:])",
+            f"{x} = da.map_blocks(np.take_along_axis, {x}, {n.flat}, axis={dim}, dtype={x}.dtype, "
+            f"chunks={n.flat}.chunks)"]
+
+
+def _scatter_refused(pattern: str | None = None) -> RearrError:
+    return RearrError("dask arrays cannot be scattered by rearr: a scatter may write any block from any "
+                      "other, and dask has no lazy at-style update", code="RA500", pattern=pattern,
+                      hint="compute the source first (src.compute()) and scatter the numpy array (explain it "
+                      "with backend='numpy'), or, when every index stays inside its block, scatter per block "
+                      "with src.map_blocks")
 
 
 def _no_scatter(step: ScatterRows | ScatterAlong):
     def run(x, env):
-        raise RearrError("dask arrays cannot be scattered by rearr: a scatter may write any block from any "
-                         "other, and dask has no lazy at-style update", code="RA500", pattern=env.text,
-                         hint="compute the source first (src.compute()) and scatter the numpy array, or, "
-                         "when every index stays inside its block, scatter per block with src.map_blocks")
+        raise _scatter_refused(env.text)
 
     return run
+
+
+def code_no_scatter(step: ScatterRows | ScatterAlong, before, n: Names) -> list[str]:
+    """explain refuses the plan with the error that running it raises: there is no code to print."""
+    raise _scatter_refused()
 
 
 scatterrows = scatteralong = _no_scatter
@@ -261,4 +343,17 @@ STEPS = {
     AdvancedIndex: advancedindex,
     ScatterRows: scatterrows,
     ScatterAlong: scatteralong,
+}
+
+# Each step kind -> the code explain prints for it, written next to the factory that runs it.
+CODE = {
+    Reshape: code_reshape,
+    Permute: code_permute,
+    Reduce: code_reduce,
+    Expand: code_expand,
+    TakeRows: code_takerows,
+    GatherAlong: code_gatheralong,
+    AdvancedIndex: code_advancedindex,
+    ScatterRows: code_no_scatter,
+    ScatterAlong: code_no_scatter,
 }
