@@ -224,9 +224,8 @@ def reduce(
         raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
                          code="RA400", pattern=pattern if isinstance(pattern, str) else None,
                          hint=f"one of {', '.join(recipe.REDUCTIONS)}")
-    if reduction.__class__ is str and reduction == "rearrange":  # einops accepts it: a reduce that reduces nothing
-        return _run("rearrange", tensor, pattern, None, axes_lengths)
-    return _run("reduce", tensor, pattern, reduction, axes_lengths)
+    op, reduction = recipe.operation("reduce", reduction)  # "rearrange": a reduce that reduces nothing
+    return _run(op, tensor, pattern, reduction, axes_lengths)
 
 
 def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:

@@ -103,6 +103,14 @@ def analyze(text: str, op: str, reduction: Reduction = None, length_names: tuple
     return _transform_recipe(pattern, op, reduction, length_names)
 
 
+def operation(op: str, reduction: Reduction) -> tuple[str, Reduction]:
+    """The operation a call stands for: as einops, ``reduce(x, p, "rearrange")`` is a rearrange (a
+    reduce that reduces nothing). Every caller -- the api, the layers, `rearr check` -- asks here."""
+    if op == "reduce" and reduction.__class__ is str and reduction == "rearrange":
+        return "rearrange", None
+    return op, reduction
+
+
 def validate(
     text: object,
     op: str,
