@@ -159,6 +159,20 @@ def test_einsum_plans_once_per_shape():
     assert (info.misses, info.hits) == (2, 2)
 
 
+def test_einsum_is_planned_from_shapes_alone_as_plain_data():
+    # The planner stage (rearr/planner_einsum.py) sees shapes, never a tensor; its plan is the
+    # operands' reshapes, the backend's spec and the output's reshape.
+    from rearr.planner_einsum import EinsumPlan, plan
+
+    assert plan("b (h w) c, c d -> b h w d", ((2, 6, 4), (4, 5)), (("h", 2),)) == EinsumPlan(
+        pre=(), spec="abc,cd->abd", post=(2, 2, 3, 5))  # (h w) stays one einsum axis: no reshape before
+    assert plan("b h w c, (h w) t -> b t c", ((2, 4, 4, 5), (16, 3)), ()) == EinsumPlan(
+        pre=((2, 16, 5), None), spec="abc,bd->adc", post=None)
+    with pytest.raises(RearrError) as info:
+        plan("b (h w), h -> b", ((2, 7), (3,)), ())
+    assert info.value.code == "RA302"
+
+
 # --- pack, unpack, parse_shape ------------------------------------------------------
 
 
