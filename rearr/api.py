@@ -285,35 +285,73 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
     not give them), and ``1`` or ``()`` for unit axes: they become reshapes around the backend's
     einsum.
     """
-    pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
-    tensors = tensors_and_pattern[:-1]
     try:
-        if pattern.__class__ is str and tensors:
-            lengths = _einsum_key(pattern, axes_lengths) if axes_lengths else ()
-            if len(tensors) == 2:  # the common call, unrolled: issue 9 counts its overhead
-                a, b = tensors
-                backend = _BY_TYPE.get(a.__class__)
-                if backend is not None and (b.__class__ is a.__class__ or _BY_TYPE.get(b.__class__) is backend):
-                    pre, spec, post = _einsum_planned(pattern, (a.shape, b.shape), lengths)
-                    if pre:
-                        a = a if pre[0] is None else a.reshape(pre[0])
-                        b = b if pre[1] is None else b.reshape(pre[1])
-                    try:
-                        out = backend.einsum(spec, a, b)
-                    except (RuntimeError, ValueError, TypeError) as e:
-                        _einsum_refused(backend, e)
-                    return out if post is None else out.reshape(post)
-            else:
-                backend = _BY_TYPE.get(tensors[0].__class__)
-                if backend is not None:  # (an nn.Parameter is another class of the same backend)
-                    shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
-                    if len(shapes) == len(tensors):
-                        return _einsum_run(backend, *_einsum_planned(pattern, shapes, lengths), tensors)
-        return _einsum_careful(tensors_and_pattern, axes_lengths)
+        if len(tensors_and_pattern) == 3:  # two operands, the common call: issue 9 counts its overhead
+            a, b, pattern = tensors_and_pattern
+            lengths: tuple | None = ()
+            if axes_lengths:  # plain ints only: 2.0 == 2 and True == 1 in a key (others: validated below)
+                lengths = tuple(axes_lengths.items())
+                for _, n in lengths:
+                    if n.__class__ is not int:
+                        lengths = None
+                        break
+            try:
+                call = _EINSUM_CALLS.get((pattern, a.__class__, a.shape, b.__class__, b.shape, lengths))
+            except (AttributeError, TypeError):  # not a tensor; a symbolic shape (torch.compile) does not hash
+                call = None
+            if call is not None:
+                native, pre, spec, post = call
+                if pre:
+                    a = a if pre[0] is None else a.reshape(pre[0])
+                    b = b if pre[1] is None else b.reshape(pre[1])
+                try:
+                    out = native(spec, a, b)
+                except (RuntimeError, ValueError, TypeError) as e:
+                    _einsum_refused(_BY_TYPE[a.__class__], e)
+                return out if post is None else out.reshape(post)
+        return _einsum_planned_call(tensors_and_pattern, axes_lengths)
     except RearrError as e:
+        tensors = tensors_and_pattern[:-1]
+        pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
         shapes = tuple(_shape_of(t) for t in tensors)
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=shapes if shapes and None not in shapes else None, op="einsum") from None
+
+
+# (pattern, each operand's class and shape, lengths) -> (backend's einsum, EinsumPlan): the two-operand call's
+# one look-up, a flat key that hashes faster than _einsum_plan's. Filled from _einsum_plan (the bounded LRU
+# that planning goes through), and emptied when full: a miss costs one _einsum_plan look-up.
+_EINSUM_CALLS: dict[tuple, tuple] = {}
+_EINSUM_CALLS_MAX = 1024
+
+
+def _einsum_planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any]) -> Any:
+    """Plan through _einsum_plan, remember a two-operand plan for einsum's look-up, run."""
+    pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
+    tensors = tensors_and_pattern[:-1]
+    if pattern.__class__ is str and tensors:
+        backend = _BY_TYPE.get(tensors[0].__class__)
+        if backend is not None:  # (an nn.Parameter is another class of the same backend)
+            shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
+            if len(shapes) == len(tensors):
+                lengths = _einsum_key(pattern, axes_lengths) if axes_lengths else ()
+                plan = _einsum_planned(pattern, shapes, lengths)
+                if len(tensors) == 2:
+                    key = (pattern, tensors[0].__class__, shapes[0], tensors[1].__class__, shapes[1], lengths)
+                    try:
+                        if len(_EINSUM_CALLS) >= _EINSUM_CALLS_MAX:
+                            _EINSUM_CALLS.clear()
+                        _EINSUM_CALLS[key] = (backend.einsum, *plan)
+                    except TypeError:  # symbolic shapes: not remembered, planned on each call (one per trace)
+                        pass
+                return _einsum_run(backend, *plan, tensors)
+    return _einsum_careful(tensors_and_pattern, axes_lengths)
+
+
+def _einsum_cache_clear() -> None:
+    """Forget every einsum plan (tests count the planning)."""
+    _EINSUM_CALLS.clear()
+    _einsum_plan.cache_clear()
 
 
 def _einsum_run(backend: Any, pre: tuple, spec: str, post: tuple | None, tensors: tuple) -> Any:

@@ -116,7 +116,7 @@ def test_layers_plan_once_per_input_shape(monkeypatch):
     for _ in range(3):
         gather(torch.rand(2, 5), idx_once=IDX)
     assert len(calls) == 3
-    rearr.api._einsum_plan.cache_clear()
+    rearr.api._einsum_cache_clear()
     mix = EinMix("b t c -> b t d", "c d", c=3, d=2)
     for _ in range(3):
         mix(torch.rand(2, 7, 3))
