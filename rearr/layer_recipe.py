@@ -16,14 +16,11 @@ import math
 import numbers
 import operator
 from collections.abc import Mapping
-from typing import Any
 
 from . import ir
 from ._record import Record
 from .errors import RearrError
-from .recipe import REDUCTIONS, SCATTER_REDUCTIONS, analyze, operation, parse, validate
-
-UNKNOWN: Any = object()  # an argument whose value is not known (rearr check: not a literal); its rules are skipped
+from .recipe import REDUCTIONS, SCATTER_REDUCTIONS, UNKNOWN, analyze, operation, parse, validate
 
 LAYER_OPS = {"Rearrange": "rearrange", "Reduce": "reduce", "Repeat": "repeat", "Gather": "rearrange",
              "Scatter": "scatter"}
@@ -33,8 +30,8 @@ def layer_error(layer: str, pattern: object, reduction: object = None, lengths: 
                 fill: object = 0) -> RearrError | None:
     """What the constructor of ``layer`` (a key of LAYER_OPS) refuses in its arguments, or None.
 
-    ``lengths`` maps names to values, None for a value that is not known (as in `validate`); a
-    ``fill`` that is UNKNOWN is not checked. An index tensor comes with each call, never to the
+    ``lengths`` maps names to values, UNKNOWN for a value that is not known (as in `validate`);
+    a ``fill`` that is UNKNOWN is not checked. An index tensor comes with each call, never to the
     constructor: its name among the lengths is refused."""
     lengths = dict(lengths or {})
     op = LAYER_OPS[layer]
@@ -86,7 +83,7 @@ def validate_einmix(
 
     ``groups``: rearr's EinMix, which takes groups and unit axes in the weight's and bias's shapes;
     einops' refuses them. A shape that is UNKNOWN skips the rules that need it; so does a length
-    whose value is None."""
+    whose value is UNKNOWN."""
     lengths = dict(lengths or {})
     where = "pattern"
     try:

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import RearrError
-from .layer_recipe import UNKNOWN, layer_error, validate_einmix
-from .recipe import operation, validate
+from .layer_recipe import layer_error, validate_einmix
+from .recipe import UNKNOWN, operation, validate
 
 
 @dataclass(frozen=True)
@@ -434,7 +434,7 @@ def _argument(call: ast.Call, keywords: dict[str, ast.expr], name: str, at: int)
 
 def _lengths(call: ast.Call, sig: Signature, keywords: dict[str, ast.expr],
              open_kwargs: bool) -> tuple[dict[str, object], bool]:
-    """The lengths (name -> literal value, or None when not a literal), and whether there may be more."""
+    """The lengths (name -> literal value, or UNKNOWN when not a literal), and whether there may be more."""
     if sig.sizes_at is None:
         return {n: _literal(v) for n, v in keywords.items() if n not in sig.options}, open_kwargs
     sizes = _argument(call, dict(keywords), "sizes", sig.sizes_at)  # flax: one dict; other keywords are flax's
@@ -461,13 +461,13 @@ def _has_star(args: list[ast.expr], upto: int) -> bool:
 
 
 def _literal(node: ast.expr) -> object:
-    """A length keyword's value when it is a literal (``4``, ``-1``, ``'x'``), else None: unknown."""
+    """A length keyword's value when it is a literal (``4``, ``-1``, ``'x'``, ``None``), else UNKNOWN."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
             return ast.literal_eval(node)
-    return None
+    return UNKNOWN
 
 
 def _problem(path: str, lines: list[str], literal: ast.Constant, err: RearrError, other: ast.expr | None) -> Problem:

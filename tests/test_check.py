@@ -20,6 +20,7 @@ import pytest
 
 from rearr import cli, layer_recipe, lint
 from rearr.errors import CODES, RearrError
+from rearr.recipe import UNKNOWN
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "check"
@@ -576,7 +577,7 @@ def test_two_unknowns_in_one_input_group_fail_before_the_shape_is_looked_at(shap
     ("reduce", "(b m) n -> n", "sum", {}, "'b' and 'm'"),
     ("repeat", "(b m) -> b m c", None, {"c": 2}, "'b' and 'm'"),
     ("scatter", "(b m) k -> b n[i]", "sum", {"n": 4}, "'b' and 'm'"),
-    ("rearrange", "(b m) n d -> b m n d", None, {"b": None}, None),  # a variable is a length
+    ("rearrange", "(b m) n d -> b m n d", None, {"b": UNKNOWN}, None),  # a variable is a length
     ("rearrange", "(b 2) -> b", None, {}, "RA203"),  # an integer is not allowed there in rearrange...
     ("reduce", "(b 2) n -> b n", "max", {}, None),  # ...but in reduce it is a known length
     ("rearrange", "(b 1 m) -> b m", None, {"m": 3}, None),  # a unit axis needs no length
@@ -591,6 +592,13 @@ def test_the_rule_is_in_validate(op, pattern, reduction, lengths, error):
         assert err is not None and err.code == error
     else:
         assert err is not None and err.code == "RA301" and error in err.message, err
+
+
+def test_a_literal_none_length_is_a_finding_a_variable_is_not():
+    # None is a value (RA305 when the call runs), not "unknown": that is rearr.recipe.UNKNOWN.
+    source = ("from rearr import rearrange\n"
+              "rearrange(x, 'a (b c) -> a b c', c=None)\nrearrange(x, 'a (b c) -> a b c', c=n)\n")
+    assert [(line, code) for line, _, code in check(source)] == [(2, "RA305")]
 
 
 def test_check_reports_two_unknowns_in_a_group_unless_lengths_may_come_from_kwargs():
@@ -764,7 +772,8 @@ def test_any_einmix_gives_a_finding_never_a_crash():
     rng = random.Random(8)
     for _ in range(1500):
         pattern, weight, bias = random_pattern(rng), random_pattern(rng), rng.choice([None, random_pattern(rng)])
-        lengths = {name: rng.choice([2, None, -1]) for name in rng.sample(["a", "b", "c", "e"], rng.randint(0, 3))}
+        names = rng.sample(["a", "b", "c", "e"], rng.randint(0, 3))
+        lengths = {name: rng.choice([2, UNKNOWN, -1, None]) for name in names}
         found = layer_recipe.validate_einmix(pattern, weight, bias, lengths)
         assert found is None or found[1].code in CODES, (pattern, weight, bias)
 

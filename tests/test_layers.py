@@ -131,6 +131,9 @@ def test_layers_plan_once_per_input_shape(monkeypatch):
     (lambda: Rearrange("a b -> a"), "RA200"),
     (lambda: Rearrange("a b -> b a", c=2), "RA300"),
     (lambda: Rearrange("a (b c) -> a b c", b=2.5), "RA305"),
+    (lambda: Rearrange("a (b c) -> a b c", b=None), "RA305"),  # was built, then failed at every forward
+    (lambda: EinMix("b c -> b d", "c d", c=None, d=2), "RA305"),
+    (lambda: EinMix("b c -> b d", "c d", "d", c=2, d=None), "RA305"),
     (lambda: Rearrange(["a -> a"]), "RA100"),
     (lambda: Rearrange("b n[i] -> b"), "RA204"),
     (lambda: Reduce("a b -> a", "median"), "RA400"),
