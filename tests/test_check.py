@@ -999,6 +999,11 @@ LAYER_CALLS = [
     'EinMix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", "h2 w2", h=4, w=4, h2=2, w2=2)',
     'EinMix("b c -> b d", "c d", "e", c=2, d=3)',
     'EinMix("... c -> b d", "c d", c=2, d=3)',
+    'EinMix("b c c -> b d", "c d", c=2, d=3)',  # no diagonal, as einops
+    'EinMix("b c -> b d", "(c c) d", c=2, d=3)',
+    'EinMix("b (h w) c -> b h w d", "c d", c=2, d=3)',  # h and w unknown
+    'EinMix("b (h w) c -> b h w d", "c d", c=2, d=3, h=2)',
+    'Rearrange("a (b c) -> a b c", b=None)',
 ]
 
 
