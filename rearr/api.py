@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from . import planner, policy, recipe
+from . import planner, planner_einsum, policy, recipe
 from .backends import _BY_TYPE, backend_for, compile_plan, watch_for_dynamo
 from .backends.contract import IndexEnv
 from .errors import RearrError
@@ -224,9 +224,8 @@ def reduce(
         raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
                          code="RA400", pattern=pattern if isinstance(pattern, str) else None,
                          hint=f"one of {', '.join(recipe.REDUCTIONS)}")
-    if reduction.__class__ is str and reduction == "rearrange":  # einops accepts it: a reduce that reduces nothing
-        return _run("rearrange", tensor, pattern, None, axes_lengths)
-    return _run("reduce", tensor, pattern, reduction, axes_lengths)
+    op, reduction = recipe.operation("reduce", reduction)  # "rearrange": a reduce that reduces nothing
+    return _run(op, tensor, pattern, reduction, axes_lengths)
 
 
 def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
@@ -286,35 +285,73 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
     not give them), and ``1`` or ``()`` for unit axes: they become reshapes around the backend's
     einsum.
     """
-    pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
-    tensors = tensors_and_pattern[:-1]
     try:
-        if pattern.__class__ is str and tensors:
-            lengths = _einsum_key(pattern, axes_lengths) if axes_lengths else ()
-            if len(tensors) == 2:  # the common call, unrolled: issue 9 counts its overhead
-                a, b = tensors
-                backend = _BY_TYPE.get(a.__class__)
-                if backend is not None and (b.__class__ is a.__class__ or _BY_TYPE.get(b.__class__) is backend):
-                    pre, spec, post = _einsum_planned(pattern, (a.shape, b.shape), lengths)
-                    if pre:
-                        a = a if pre[0] is None else a.reshape(pre[0])
-                        b = b if pre[1] is None else b.reshape(pre[1])
-                    try:
-                        out = backend.einsum(spec, a, b)
-                    except (RuntimeError, ValueError, TypeError) as e:
-                        _einsum_refused(backend, e)
-                    return out if post is None else out.reshape(post)
-            else:
-                backend = _BY_TYPE.get(tensors[0].__class__)
-                if backend is not None:  # (an nn.Parameter is another class of the same backend)
-                    shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
-                    if len(shapes) == len(tensors):
-                        return _einsum_run(backend, *_einsum_planned(pattern, shapes, lengths), tensors)
-        return _einsum_careful(tensors_and_pattern, axes_lengths)
+        if len(tensors_and_pattern) == 3:  # two operands, the common call: issue 9 counts its overhead
+            a, b, pattern = tensors_and_pattern
+            lengths: tuple | None = ()
+            if axes_lengths:  # plain ints only: 2.0 == 2 and True == 1 in a key (others: validated below)
+                lengths = tuple(axes_lengths.items())
+                for _, n in lengths:
+                    if n.__class__ is not int:
+                        lengths = None
+                        break
+            try:
+                call = _EINSUM_CALLS.get((pattern, a.__class__, a.shape, b.__class__, b.shape, lengths))
+            except (AttributeError, TypeError):  # not a tensor; a symbolic shape (torch.compile) does not hash
+                call = None
+            if call is not None:
+                native, pre, spec, post = call
+                if pre:
+                    a = a if pre[0] is None else a.reshape(pre[0])
+                    b = b if pre[1] is None else b.reshape(pre[1])
+                try:
+                    out = native(spec, a, b)
+                except (RuntimeError, ValueError, TypeError) as e:
+                    _einsum_refused(_BY_TYPE[a.__class__], e)
+                return out if post is None else out.reshape(post)
+        return _einsum_planned_call(tensors_and_pattern, axes_lengths)
     except RearrError as e:
+        tensors = tensors_and_pattern[:-1]
+        pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
         shapes = tuple(_shape_of(t) for t in tensors)
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=shapes if shapes and None not in shapes else None, op="einsum") from None
+
+
+# (pattern, each operand's class and shape, lengths) -> (backend's einsum, EinsumPlan): the two-operand call's
+# one look-up, a flat key that hashes faster than _einsum_plan's. Filled from _einsum_plan (the bounded LRU
+# that planning goes through), and emptied when full: a miss costs one _einsum_plan look-up.
+_EINSUM_CALLS: dict[tuple, tuple] = {}
+_EINSUM_CALLS_MAX = 1024
+
+
+def _einsum_planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any]) -> Any:
+    """Plan through _einsum_plan, remember a two-operand plan for einsum's look-up, run."""
+    pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
+    tensors = tensors_and_pattern[:-1]
+    if pattern.__class__ is str and tensors:
+        backend = _BY_TYPE.get(tensors[0].__class__)
+        if backend is not None:  # (an nn.Parameter is another class of the same backend)
+            shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
+            if len(shapes) == len(tensors):
+                lengths = _einsum_key(pattern, axes_lengths) if axes_lengths else ()
+                plan = _einsum_planned(pattern, shapes, lengths)
+                if len(tensors) == 2:
+                    key = (pattern, tensors[0].__class__, shapes[0], tensors[1].__class__, shapes[1], lengths)
+                    try:
+                        if len(_EINSUM_CALLS) >= _EINSUM_CALLS_MAX:
+                            _EINSUM_CALLS.clear()
+                        _EINSUM_CALLS[key] = (backend.einsum, *plan)
+                    except TypeError:  # symbolic shapes: not remembered, planned on each call (one per trace)
+                        pass
+                return _einsum_run(backend, *plan, tensors)
+    return _einsum_careful(tensors_and_pattern, axes_lengths)
+
+
+def _einsum_cache_clear() -> None:
+    """Forget every einsum plan (tests count the planning)."""
+    _EINSUM_CALLS.clear()
+    _einsum_plan.cache_clear()
 
 
 def _einsum_run(backend: Any, pre: tuple, spec: str, post: tuple | None, tensors: tuple) -> Any:
@@ -373,183 +410,14 @@ def _einsum_lengths(pattern: str, axes_lengths: dict[str, Any]) -> dict[str, int
     return {name: recipe.check_length_value(r, name, value) for name, value in axes_lengths.items()}
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _einsum_planned(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, str, tuple | None]:
+def _einsum_planned(pattern: str, shapes: tuple, lengths: tuple) -> planner_einsum.EinsumPlan:
     try:
         return _einsum_plan(pattern, shapes, lengths)
     except TypeError:  # symbolic shapes under torch.compile cannot be hashed: planned without the cache
-        return _einsum_plan.__wrapped__(pattern, shapes, lengths)
+        return planner_einsum.plan(pattern, shapes, lengths)
 
 
-@lru_cache(maxsize=1024)
-def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> tuple[tuple, str, tuple | None]:
-    """(pattern, operand shapes, lengths) -> (reshape of each operand or None, the backend's spec,
-    the output's reshape or None). Every shape rule is checked here, naming the user's axes: the
-    backend sees only a spec that fits."""
-    r = recipe.analyze(pattern, "einsum", None, tuple(sorted(name for name, _ in lengths)))
-    if len(r.inputs) != len(shapes):
-        raise RearrError(f"the pattern has {len(r.inputs)} input operands, {len(shapes)} tensors were given",
-                         code="RA206", pattern=pattern, hint="give one operand per tensor, separated by ','")
-    known: dict[str, int] = dict(lengths)
-    where: dict[str, str] = {name: f"{name}={n}" for name, n in lengths}
-    ellipses: list[tuple[int, ...]] = []
-    operands = []  # per input: (dims, the tensor's length of each dim)
-    for k, (dims, shape) in enumerate(zip(r.inputs, shapes)):
-        shape = tuple(_length_of(n) for n in shape)
-        has_ell = any(d.names == (recipe.ELLIPSIS,) for d in dims)
-        n_fixed = len(dims) - has_ell
-        if len(shape) != n_fixed and not (has_ell and len(shape) >= n_fixed):
-            need = f"at least {n_fixed}" if has_ell else str(n_fixed)
-            raise RearrError(f"operand {k} has {len(shape)} dimensions, the pattern gives it {need}", code="RA304",
-                             pattern=pattern, col=dims[0].col if dims else None,
-                             hint="write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
-        pos = 0
-        lens = []
-        for d in dims:
-            if d.names == (recipe.ELLIPSIS,):
-                n_ell = len(shape) - n_fixed
-                ellipses.append(shape[pos: pos + n_ell])
-                lens.append(None)
-                pos += n_ell
-                continue
-            lens.append(shape[pos])
-            pos += 1
-        operands.append((dims, lens))
-    # Single axes first, then groups that have one unknown left, until nothing changes.
-    for dims, lens in operands:
-        for d, n in zip(dims, lens):
-            if n is None:
-                continue
-            if not d.names and n != 1:
-                raise RearrError(f"a unit axis has length {n}", code="RA303", pattern=pattern, col=d.col,
-                                 hint="name the axis, or pass a tensor with length 1 there")
-            if len(d.names) == 1 and not d.group:
-                _einsum_agree(pattern, r, known, where, d.names[0], n, d.col)
-    pending = [(d, n) for dims, lens in operands for d, n in zip(dims, lens) if d.group and n is not None]
-    while pending:
-        rest = []
-        for d, n in pending:
-            unknown = [a for a in d.names if a not in known]
-            if len(unknown) > 1:
-                rest.append((d, n))
-                continue
-            product = _prod(known[a] for a in d.names if a in known)
-            if not unknown:
-                if product != n:
-                    raise RearrError(f"the group at column {d.col} has length {n}, its axes "
-                                     f"({', '.join(where[a] for a in d.names)}) make {product}", code="RA303",
-                                     pattern=pattern, col=d.col, hint="fix the lengths so that the group's product "
-                                     "is the dimension's length")
-                continue
-            if product == 0 or n % product:
-                raise RearrError(f"a dimension of length {n} is not divisible by {product}", code="RA302",
-                                 pattern=pattern, col=d.col,
-                                 hint="fix the length keywords so that their product divides the dimension")
-            known[unknown[0]] = n // product
-            where[unknown[0]] = f"{unknown[0]}={n // product}"
-        if len(rest) == len(pending):
-            name = next(a for a in rest[0][0].names if a not in known)
-            raise RearrError(f"the length of {name!r} cannot be inferred", code="RA301", pattern=pattern,
-                             col=r.col(name), hint=f"pass it as a keyword, e.g. {name}=2")
-        pending = rest
-    ell_shape = _broadcast(pattern, ellipses)  # checked here: the backend's message would name its letters
-    sides = [dims for dims, _ in operands] + [r.outputs[0]]
-    units = _einsum_units(sides)
-    if len(units) > len(_LETTERS):
-        raise RearrError(f"einsum supports at most {len(_LETTERS)} distinct axes", code="RA206", pattern=pattern,
-                         hint="rearrange some axes together first")
-    letter, unit_of = {}, {}
-    for k, unit in enumerate(units):
-        for name in unit:
-            letter[name], unit_of[name] = _LETTERS[k], unit
-    spec_parts: list[str] = []
-    reshapes: list[tuple | None] = []
-    for dims, shape in zip(sides, [s for s in shapes] + [None]):
-        text, target, fits = "", [], True
-        pos = 0
-        for d in dims:
-            if d.names == (recipe.ELLIPSIS,):
-                n_ell = len(ell_shape) if shape is None else len(shape) - (len(dims) - 1)
-                text += "..."
-                target.extend(ell_shape if shape is None else (_length_of(n) for n in shape[pos: pos + n_ell]))
-                pos += n_ell
-                continue
-            pos += 1
-            fits = fits and bool(d.names) and unit_of[d.names[0]] == d.names  # the dim is one einsum axis
-            for name in d.names:
-                unit = unit_of[name]
-                if unit[0] == name:  # an einsum axis starts here (a fused one may end in a later dim)
-                    text += letter[name]
-                    if shape is not None:
-                        target.append(_prod(known[a] for a in unit))
-        spec_parts.append(text)
-        if shape is None:  # the output: its own dims' lengths, when they are not the einsum's
-            post = None
-            if not fits:
-                post = ()
-                for d in dims:
-                    post += ell_shape if d.names == (recipe.ELLIPSIS,) else (_prod(known[a] for a in d.names),)
-        else:
-            reshapes.append(None if fits else tuple(target))
-    spec = ",".join(spec_parts[:-1]) + "->" + spec_parts[-1]
-    return (tuple(reshapes) if any(p is not None for p in reshapes) else ()), spec, post
-
-
-def _einsum_units(sides: list) -> list[tuple[str, ...]]:
-    """The einsum's axes. A group such as ``(h w)`` whose axes stand together, in that order, in every
-    operand where any of them stands becomes one einsum axis (no reshape where it stays grouped),
-    unless that costs more reshapes than it saves; every other axis is its own."""
-    flats = [[n for d in dims for n in d.names] for dims in sides]
-    fused: dict[str, tuple[str, ...]] = {}
-    for run in dict.fromkeys(d.names for dims in sides for d in dims if len(d.names) > 1):
-        if recipe.ELLIPSIS in run or len(set(run)) < len(run) or any(n in fused for n in run):
-            continue
-        together = True
-        for flat in flats:
-            at = [k for k, n in enumerate(flat) if n in run]
-            together = together and (not at or flat[at[0]: at[0] + len(run)] == list(run) == [flat[k] for k in at])
-        if together and _reshapes(sides, run, True) <= _reshapes(sides, run, False):
-            fused.update((n, run) for n in run)
-    units: list[tuple[str, ...]] = []
-    for n in dict.fromkeys(n for flat in flats for n in flat if n != recipe.ELLIPSIS):
-        unit = fused.get(n, (n,))
-        if unit[0] == n:
-            units.append(unit)
-    return units
-
-
-def _reshapes(sides: list, run: tuple[str, ...], fused: bool) -> int:
-    """How many operands need a reshape for ``run``, fused into one einsum axis or not."""
-    count = 0
-    for dims in sides:
-        holding = [d for d in dims if set(d.names) & set(run)]
-        if holding:
-            count += not (len(holding) == 1 and holding[0].names == run) if fused else any(len(d.names) > 1 for d in
-                                                                                          holding)
-    return count
-
-
-def _einsum_agree(pattern: str, r: Any, known: dict, where: dict, name: str, n: int, col: int) -> None:
-    if name in known and known[name] != n:
-        raise RearrError(f"axis {name!r} has length {n} here and {where[name]} elsewhere", code="RA303",
-                         pattern=pattern, col=col, hint=f"give {name!r} one length in every operand")
-    known.setdefault(name, n)
-    where.setdefault(name, f"{name}={n}")
-
-
-def _broadcast(pattern: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-    """The shape that '...' stands for on the output: the inputs' '...' shapes broadcast."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for s in shapes:
-        for i, n in enumerate(s, ndim - len(s)):
-            if n != 1 and out[i] not in (1, n):
-                raise RearrError(f"the operands' '...' shapes {' and '.join(map(str, shapes))} do not broadcast",
-                                 code="RA303", pattern=pattern, hint="give '...' equal (or length-1) dimensions")
-            out[i] = max(out[i], n) if n != 1 else out[i]
-    return tuple(out)
+_einsum_plan = lru_cache(maxsize=1024)(planner_einsum.plan)  # (pattern, shapes, lengths) -> EinsumPlan
 
 
 def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[int, ...]]]:
@@ -668,8 +536,7 @@ def _prod(shape: Iterable[int]) -> int:
     return out
 
 
-def _length_of(n: Any) -> Any:
-    return n if planner.symbolic(n) else int(n)
+_length_of = planner.length_of
 
 
 def _pack_split(pattern: str, op: str) -> tuple[int, int]:

@@ -21,12 +21,12 @@ import stat
 import sys
 import warnings
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from . import ir
 from .errors import RearrError
-from .recipe import analyze, parse, validate
+from .layer_recipe import layer_error, validate_einmix
+from .recipe import UNKNOWN, operation, validate
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Signature:
     reduction_at: int | None = None
     options: frozenset[str] = frozenset()
     sizes_at: int | None = None  # flax layers: the lengths are one dict, `sizes=` or at this position
-    layer: str | None = None  # a rearr.layers class, whose constructor has rules of its own
+    layer: str | None = None  # a rearr.layers class: its constructor's rules (rearr.layer_recipe) apply
 
 
 SIGNATURES: dict[str, Signature] = {
@@ -57,15 +57,15 @@ SIGNATURES: dict[str, Signature] = {
 _EINMIX = Signature("einmix", 0, options=frozenset({"weight_shape", "bias_shape"}))
 LAYERS: dict[str, Signature] = {
     "Rearrange": Signature("rearrange", 0, layer="Rearrange"),
-    "Reduce": Signature("reduce", 0, 1),
-    "Repeat": Signature("repeat", 0),
+    "Reduce": Signature("reduce", 0, 1, layer="Reduce"),
+    "Repeat": Signature("repeat", 0, layer="Repeat"),
     "EinMix": _EINMIX,
     "Gather": Signature("rearrange", 0, layer="Gather"),
     "Scatter": Signature("scatter", 0, 1, frozenset({"fill"}), layer="Scatter"),
 }
 # einops' Rearrange takes no index brackets (they are not einops'), and its EinMix refuses groups in
 # weight_shape and bias_shape, which rearr's takes.
-_EINOPS_LAYERS = {"Rearrange": Signature("rearrange", 0), "Reduce": LAYERS["Reduce"],
+_EINOPS_LAYERS = {"Rearrange": Signature("rearrange", 0), "Reduce": Signature("reduce", 0, 1),
                   "EinMix": Signature("einops-einmix", 0, options=_EINMIX.options)}
 # flax's layers are dataclasses: Rearrange(pattern, sizes), Reduce(pattern, reduction, sizes),
 # EinMix(pattern, weight_shape, bias_shape, sizes), and `name=`/`parent=` are flax's own.
@@ -414,43 +414,16 @@ def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_n
     elif sig.reduction_at is not None and (reduction_node is not None or any(k.arg is None for k in call.keywords)
                                            or _has_star(call.args, sig.reduction_at)):
         reduction = _UNKNOWN_REDUCTION[sig.op]  # a variable, a lambda, or passed through *args/**kwargs
-    op = sig.op
-    if op == "reduce" and reduction == "rearrange":  # as einops (and rearr.api, rearr.layers): reduces nothing
-        op, reduction = "rearrange", None
-    err = validate(pattern.value, op, reduction, lengths[0])
-    if err is None and sig.layer is not None:
-        err = _layer_error(sig.layer, pattern.value, op, reduction, lengths[0], _argument(call, {}, "fill", 2)
-                           if sig.layer == "Scatter" else None, call)
+    if sig.layer is not None:
+        fill = _argument(call, {k.arg: k.value for k in call.keywords if k.arg == "fill"}, "fill", 2)
+        fill_value = 0 if fill is None else fill.value if isinstance(fill, ast.Constant) else UNKNOWN
+        err = layer_error(sig.layer, pattern.value, reduction, lengths[0], fill_value)
+    else:
+        err = validate(pattern.value, *operation(sig.op, reduction), lengths[0])
     if err is None or lengths[1] and err.code in _LENGTH_CODES:  # **kwargs: the lengths are incomplete
         return None
     at_reduction = err.code == "RA400" and isinstance(reduction_node, ast.Constant)
     return pattern, err, reduction_node if at_reduction else None
-
-
-def _layer_error(layer: str, text: str, op: str, reduction: object, lengths: dict[str, object],
-                 fill: ast.expr | None, call: ast.Call) -> RearrError | None:
-    """The rules of rearr.layers' constructors beyond their function's (rearr/layers.py; the test
-    suite checks that both agree): an index tensor comes to forward, never to the constructor."""
-    r = analyze(text, op, reduction, tuple(sorted(lengths)))  # type: ignore[arg-type]  # valid: validated
-    if layer == "Rearrange" and r.gathers:
-        return RearrError("Rearrange takes no index brackets: their tensors come with each call", code="RA204",
-                          pattern=text, col=r.gathers[0].col - 1,
-                          hint=f"use rearr.layers.Gather({text!r}) and pass the index to forward")
-    if layer == "Gather" and not r.gathers:
-        return RearrError("Gather needs an index bracket on the input side", code="RA204", pattern=text, col=0,
-                          hint="write the axis that is read with its index, e.g. 'b n[idx] -> b'; without one, "
-                          "use rearr.layers.Rearrange")
-    for spec in r.gathers + r.scatters:
-        if spec.name in lengths:
-            return RearrError(f"{spec.name!r} is an index: its tensor comes with each call, not to the constructor",
-                              code="RA204", pattern=text, col=spec.col,
-                              hint=f"drop {spec.name}= here and call the layer with {spec.name}=tensor")
-    if fill is None:
-        fill = next((k.value for k in call.keywords if k.arg == "fill"), None)
-    if isinstance(fill, ast.Constant) and (isinstance(fill.value, bool) or not isinstance(fill.value, int | float)):
-        return RearrError(f"fill= must be a number, not {type(fill.value).__name__}", code="RA500", pattern=text,
-                          hint="pass a Python number, e.g. fill=0.0")
-    return None
 
 
 def _argument(call: ast.Call, keywords: dict[str, ast.expr], name: str, at: int) -> ast.expr | None:
@@ -461,7 +434,7 @@ def _argument(call: ast.Call, keywords: dict[str, ast.expr], name: str, at: int)
 
 def _lengths(call: ast.Call, sig: Signature, keywords: dict[str, ast.expr],
              open_kwargs: bool) -> tuple[dict[str, object], bool]:
-    """The lengths (name -> literal value, or None when not a literal), and whether there may be more."""
+    """The lengths (name -> literal value, or UNKNOWN when not a literal), and whether there may be more."""
     if sig.sizes_at is None:
         return {n: _literal(v) for n, v in keywords.items() if n not in sig.options}, open_kwargs
     sizes = _argument(call, dict(keywords), "sizes", sig.sizes_at)  # flax: one dict; other keywords are flax's
@@ -488,13 +461,13 @@ def _has_star(args: list[ast.expr], upto: int) -> bool:
 
 
 def _literal(node: ast.expr) -> object:
-    """A length keyword's value when it is a literal (``4``, ``-1``, ``'x'``), else None: unknown."""
+    """A length keyword's value when it is a literal (``4``, ``-1``, ``'x'``, ``None``), else UNKNOWN."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
             return ast.literal_eval(node)
-    return None
+    return UNKNOWN
 
 
 def _problem(path: str, lines: list[str], literal: ast.Constant, err: RearrError, other: ast.expr | None) -> Problem:
@@ -535,154 +508,14 @@ def _pattern_offset(lines: list[str], literal: ast.Constant, text: str) -> int |
 
 
 # --- EinMix ----------------------------------------------------------------------------------
-# einops' rules (einops/layers/_einmix.py) as rearr errors. An EinMix is three steps: a rearrange
-# of the input to its flat axes, an einsum with the weight, a rearrange to the output; the two
-# rearranges are checked by `validate` itself, as the steps that run. rearr.layers.EinMix has the
-# same rules, except that it also takes groups and unit axes in weight_shape and bias_shape.
-
-UNKNOWN = object()  # an argument that is not a literal: the rules that need it are skipped
-
-
-def validate_einmix(
-    pattern: str, weight_shape: object, bias_shape: object = None, lengths: Mapping[str, object] | None = None,
-    *, groups: bool = False,
-) -> tuple[str, RearrError] | None:
-    """EinMix's static rules: None when they hold, else (the argument at fault -- 'pattern',
-    'weight_shape' or 'bias_shape' -- and the error, whose column is in that argument).
-
-    ``groups``: rearr's EinMix, which takes groups and unit axes in the weight's and bias's shapes;
-    einops' refuses them. A shape that is UNKNOWN (not a literal) skips the rules that need it."""
-    lengths = dict(lengths or {})
-    where = "pattern"
-    try:
-        left, right = _einmix_sides(pattern, lengths)
-        if isinstance(weight_shape, str):
-            where = "weight_shape"
-            weight = _einmix_axes(weight_shape, where, lengths, groups)
-            for name, col in weight.items():
-                if name not in lengths:
-                    raise RearrError(f"weight axis {name!r} has no length", code="RA301", pattern=weight_shape,
-                                     col=col, hint=f"pass its length as a keyword, e.g. {name}=...")
-                if name not in left and name not in dict(right):
-                    raise RearrError(f"weight axis {name!r} is neither an input nor an output axis", code="RA200",
-                                     pattern=weight_shape, col=col, hint=f"remove {name!r} from weight_shape")
-            where = "pattern"
-            for name, col in right:
-                if name not in left and name not in weight:
-                    what = "'...'" if name == "..." else f"axis {name!r}"
-                    raise RearrError(f"{what} appears only on the output side of EinMix", code="RA200",
-                                     pattern=pattern, col=col, hint="add it to weight_shape (with its length), "
-                                     "or to the input side")
-            for name in lengths:
-                if name not in left and name not in weight:
-                    raise RearrError(f"length keyword {name}= names no axis of the input or the weight",
-                                     code="RA300", pattern=pattern, hint=f"remove {name}=, or check its spelling")
-        if isinstance(bias_shape, str):
-            where = "bias_shape"
-            bias = _einmix_axes(bias_shape, where, lengths, groups)
-            for name, col in bias.items():
-                if name not in dict(right):
-                    raise RearrError(f"bias axis {name!r} is not an output axis", code="RA200", pattern=bias_shape,
-                                     col=col, hint=f"remove {name!r} from bias_shape, or add it to the output")
-                if name not in lengths:
-                    raise RearrError(f"bias axis {name!r} has no length", code="RA301", pattern=bias_shape,
-                                     col=col, hint=f"pass its length as a keyword, e.g. {name}=...")
-            where = "pattern"
-            names = [name for name, _ in right]
-            if "..." in names and any(name in bias for name in names[: names.index("...")]):
-                raise RearrError("the bias axes must come after '...' in the output", code="RA202",
-                                 pattern=pattern, col=dict(right)["..."],
-                                 hint="move '...' before the bias axes in the output")
-    except RearrError as e:
-        return where, e
-    return None
-
-
-def _einmix_sides(pattern: str, lengths: dict[str, object]) -> tuple[dict[str, int], list[tuple[str, int]]]:
-    """The input's axes (name -> column) and the output's (in order); '...' is named '...'."""
-    arrow = pattern.find("->")
-    if arrow < 0:
-        raise RearrError("EinMix's pattern is one input operand, '->', one output operand", code="RA206",
-                         pattern=pattern, col=len(pattern), hint="e.g. 'b t c -> b t cout', with weight_shape='c cout'")
-    parsed = parse(pattern)
-    if len(parsed.inputs) != 1 or len(parsed.outputs or ()) != 1:
-        extra = (parsed.inputs + (parsed.outputs or ()))[1 if len(parsed.inputs) > 1 else 2]
-        raise RearrError("EinMix takes one operand on each side", code="RA206", pattern=pattern, col=extra.col,
-                         hint="remove the ','")
-    left, right = (_einmix_items(pattern, operand, "EinMix") for operand in parsed.inputs + parsed.outputs)
-    if ("..." in dict(left)) != ("..." in dict(right)):
-        col = dict(left).get("...", dict(right).get("..."))
-        raise RearrError("'...' must be on both sides of EinMix, or on neither", code="RA202", pattern=pattern,
-                         col=col, hint="add '...' to the other side too")
-    names = " ".join(name for name, _ in left)
-    _as_rearrange(pattern, f"{pattern[:arrow]}-> {names}", 0, arrow, 0,
-                  {k: v for k, v in lengths.items() if k in dict(left)})
-    head = " ".join(name for name, _ in right) + " ->"
-    _as_rearrange(pattern, head + pattern[arrow + 2:], len(head), len(pattern), arrow + 2, {})
-    return dict(left), right
-
-
-def _einmix_axes(text: str, arg: str, lengths: dict[str, object], groups: bool) -> dict[str, int]:
-    """The axes of weight_shape or bias_shape (name -> column), each once; no '...'."""
-    if "->" in text:
-        raise RearrError(f"{arg} takes no '->'", code="RA101", pattern=text, col=text.index("->"),
-                         hint="write its axes only, e.g. 'c d'")
-    parsed = parse(text)
-    if len(parsed.inputs) != 1:
-        raise RearrError(f"{arg} is one list of axes", code="RA206", pattern=text, col=parsed.inputs[1].col,
-                         hint="remove the ','")
-    (operand,) = parsed.inputs
-    for dim in operand.dims:
-        if isinstance(dim, ir.Group) and not groups:
-            raise RearrError(f"parentheses are not allowed in einops' {arg}", code="RA203", pattern=text,
-                             col=dim.col, hint="list the axes one by one, without parentheses")
-        for item in dim.items if isinstance(dim, ir.Group) else (dim,):
-            if isinstance(item, ir.Ellipsis):
-                raise RearrError(f"'...' is not allowed in {arg}: its shape must be known", code="RA202",
-                                 pattern=text, col=item.col, hint="name the axes")
-            if isinstance(item, ir.Anon) and item.value == 1 and not groups:
-                raise RearrError(f"a unit axis is not allowed in einops' {arg}", code="RA203", pattern=text,
-                                 col=item.col, hint="remove it")
-    axes = dict(_einmix_items(text, operand, arg))
-    _as_rearrange(text, f"{text}->{text}", 0, len(text), 0, {k: v for k, v in lengths.items() if k in axes})
-    return axes
-
-
-def _einmix_items(text: str, operand: ir.Operand, where: str) -> list[tuple[str, int]]:
-    """(name, column) of each axis and '...' of an operand, in order; unit axes have none."""
-    found = []
-    for dim in operand.dims:
-        for item in dim.items if isinstance(dim, ir.Group) else (dim,):
-            if isinstance(item, ir.Axis) and item.index is not None:
-                raise RearrError(f"an index bracket is not allowed in {where}", code="RA204", pattern=text,
-                                 col=item.index.col - 1, hint="remove it")
-            if isinstance(item, ir.Axis):
-                found.append((item.name, item.col))
-            elif isinstance(item, ir.Ellipsis):
-                found.append(("...", item.col))
-            elif isinstance(item, ir.Anon) and item.value != 1:
-                raise RearrError(f"an anonymous axis ({item.value}) is not allowed in {where}", code="RA203",
-                                 pattern=text, col=item.col, hint="name the axis and pass its length as a keyword")
-            elif isinstance(item, (ir.Star, ir.Skip)):
-                mark = "*" if isinstance(item, ir.Star) else "_"
-                raise RearrError(f"'{mark}' is not allowed in {where}", code="RA205", pattern=text, col=item.col,
-                                 hint="name the axes")
-    return found
-
-
-def _as_rearrange(text: str, synthetic: str, start: int, end: int, at: int, lengths: dict[str, object]) -> None:
-    """Check ``synthetic`` as a rearrange; its characters start:end are text's from ``at`` on."""
-    err = validate(synthetic, "rearrange", None, lengths)
-    if err is not None:
-        col = err.col - start + at if err.col is not None and start <= err.col < end else None
-        raise RearrError(err.message, code=err.code, pattern=text, col=col, hint=err.hint)
+# The rules are rearr.layer_recipe's (einops' own, and rearr's EinMix's with groups=True).
 
 
 def _check_einmix(pattern: ast.Constant, weight_node: ast.expr | None, bias_node: ast.expr | None,
                   lengths: tuple[dict[str, object], bool], groups: bool) -> Found | None:
     args: dict[str, object] = {}
     for name, node in (("weight_shape", weight_node), ("bias_shape", bias_node)):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str | None):
+        if isinstance(node, ast.Constant):  # a str, None (no bias), or a literal the layer refuses
             args[name] = node.value
         else:  # a variable, or hidden by *args; an absent weight_shape fails when the call runs
             args[name] = None if node is None and name == "bias_shape" else UNKNOWN

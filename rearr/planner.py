@@ -37,6 +37,11 @@ def symbolic(n: object) -> bool:
     return type(n).__name__ == "SymInt"
 
 
+def length_of(n: object) -> int:
+    """A length as an int, or as it is when symbolic (see `symbolic`)."""
+    return n if symbolic(n) else int(n)  # type: ignore[return-value, call-overload]
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for n in reversed(shape):

@@ -24,6 +24,16 @@ BARE_OPS = ("pack", "unpack", "parse_shape")
 OPS = ARROW_OPS + BARE_OPS
 
 Reduction = str | Callable | None
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+# A value not known without running (`rearr check`: an argument that is not a literal); the rules that
+# need it are skipped. Not None: None is a value, and a wrong one for a length.
+UNKNOWN: object = _Unknown()
 INT64_MAX = 2**63 - 1  # numpy and torch count elements in int64
 
 
@@ -103,6 +113,14 @@ def analyze(text: str, op: str, reduction: Reduction = None, length_names: tuple
     return _transform_recipe(pattern, op, reduction, length_names)
 
 
+def operation(op: str, reduction: Reduction) -> tuple[str, Reduction]:
+    """The operation a call stands for: as einops, ``reduce(x, p, "rearrange")`` is a rearrange (a
+    reduce that reduces nothing). Every caller -- the api, the layers, `rearr check` -- asks here."""
+    if op == "reduce" and reduction.__class__ is str and reduction == "rearrange":
+        return "rearrange", None
+    return op, reduction
+
+
 def validate(
     text: object,
     op: str,
@@ -111,15 +129,15 @@ def validate(
 ) -> RearrError | None:
     """The library's own checks, as a value: None when the call is valid.
 
-    ``lengths`` maps keyword names to their literal values, or to None where
-    the value is not known without running (a variable). `rearr check` uses
-    this; the library raises the same errors.
+    ``lengths`` maps keyword names to their values, or to UNKNOWN where the
+    value is not known without running (a variable). `rearr check` and the
+    layers' constructors use this; the library raises the same errors.
     """
     lengths = dict(lengths or {})
     try:
         recipe = analyze(text, op, reduction, tuple(sorted(lengths)))  # type: ignore[arg-type]
         for name, value in lengths.items():
-            if value is not None and name not in recipe.index_names:
+            if value is not UNKNOWN and name not in recipe.index_names:
                 check_length_value(recipe, name, value)
     except RearrError as e:
         return e

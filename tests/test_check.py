@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from rearr import cli, lint
+from rearr import cli, layer_recipe, lint
 from rearr.errors import CODES, RearrError
+from rearr.recipe import UNKNOWN
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "check"
@@ -442,15 +443,24 @@ def test_check_does_not_import_torch_or_einops():
     assert proc.stdout.splitlines()[-1] == "1 []", proc.stderr
 
 
-def test_lint_imports_only_the_standard_library_ir_recipe_and_errors():
-    tree = ast.parse((REPO / "rearr" / "lint.py").read_text(encoding="utf-8"))
-    modules = {(n.level, n.module) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    modules |= {(0, a.name) for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert {m for level, m in modules if level} == {None, "errors", "recipe"}  # None: `from . import ir`
-    assert {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level for a in n.names
-            if n.module is None} == {"ir"}
-    assert {m for level, m in modules if not level} <= {"__future__", "ast", "errno", "os", "re", "stat", "sys",
-                                                       "warnings", "bisect", "collections.abc", "dataclasses"}
+def _imports(module: str) -> tuple[set[str], set[str]]:
+    """(the rearr modules, the absolute modules) that rearr/<module>.py imports."""
+    tree = ast.parse((REPO / "rearr" / f"{module}.py").read_text(encoding="utf-8"))
+    ours = {n.module or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level for a in n.names}
+    absolute = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
+    absolute |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return ours, absolute  # type: ignore[return-value]
+
+
+def test_lint_imports_only_the_standard_library_and_the_recipe_stage():
+    # rearr.layer_recipe holds the layers' constructor rules so that lint need not import rearr.layers (torch)
+    ours, absolute = _imports("lint")
+    assert ours == {"errors", "recipe", "layer_recipe"}
+    assert absolute <= {"__future__", "ast", "errno", "os", "re", "stat", "sys", "warnings", "bisect",
+                        "collections.abc", "dataclasses"}
+    ours, absolute = _imports("layer_recipe")
+    assert ours <= {"ir", "_record", "errors", "recipe"}
+    assert absolute <= {"__future__", "math", "numbers", "operator", "collections.abc", "typing"}
 
 
 # --- the rest of the command line -----------------------------------------------------------
@@ -567,7 +577,7 @@ def test_two_unknowns_in_one_input_group_fail_before_the_shape_is_looked_at(shap
     ("reduce", "(b m) n -> n", "sum", {}, "'b' and 'm'"),
     ("repeat", "(b m) -> b m c", None, {"c": 2}, "'b' and 'm'"),
     ("scatter", "(b m) k -> b n[i]", "sum", {"n": 4}, "'b' and 'm'"),
-    ("rearrange", "(b m) n d -> b m n d", None, {"b": None}, None),  # a variable is a length
+    ("rearrange", "(b m) n d -> b m n d", None, {"b": UNKNOWN}, None),  # a variable is a length
     ("rearrange", "(b 2) -> b", None, {}, "RA203"),  # an integer is not allowed there in rearrange...
     ("reduce", "(b 2) n -> b n", "max", {}, None),  # ...but in reduce it is a known length
     ("rearrange", "(b 1 m) -> b m", None, {"m": 3}, None),  # a unit axis needs no length
@@ -582,6 +592,13 @@ def test_the_rule_is_in_validate(op, pattern, reduction, lengths, error):
         assert err is not None and err.code == error
     else:
         assert err is not None and err.code == "RA301" and error in err.message, err
+
+
+def test_a_literal_none_length_is_a_finding_a_variable_is_not():
+    # None is a value (RA305 when the call runs), not "unknown": that is rearr.recipe.UNKNOWN.
+    source = ("from rearr import rearrange\n"
+              "rearrange(x, 'a (b c) -> a b c', c=None)\nrearrange(x, 'a (b c) -> a b c', c=n)\n")
+    assert [(line, code) for line, _, code in check(source)] == [(2, "RA305")]
 
 
 def test_check_reports_two_unknowns_in_a_group_unless_lengths_may_come_from_kwargs():
@@ -716,7 +733,7 @@ def test_einmix_rules_agree_with_einops(pattern, weight, bias, lengths):
         refused = False
     except Exception:
         refused = True
-    found = lint.validate_einmix(pattern, weight, bias, lengths)
+    found = layer_recipe.validate_einmix(pattern, weight, bias, lengths)
     assert (found is not None) == refused, found
     if found is not None:
         where, err = found
@@ -755,8 +772,9 @@ def test_any_einmix_gives_a_finding_never_a_crash():
     rng = random.Random(8)
     for _ in range(1500):
         pattern, weight, bias = random_pattern(rng), random_pattern(rng), rng.choice([None, random_pattern(rng)])
-        lengths = {name: rng.choice([2, None, -1]) for name in rng.sample(["a", "b", "c", "e"], rng.randint(0, 3))}
-        found = lint.validate_einmix(pattern, weight, bias, lengths)
+        names = rng.sample(["a", "b", "c", "e"], rng.randint(0, 3))
+        lengths = {name: rng.choice([2, UNKNOWN, -1, None]) for name in names}
+        found = layer_recipe.validate_einmix(pattern, weight, bias, lengths)
         assert found is None or found[1].code in CODES, (pattern, weight, bias)
 
 
@@ -904,9 +922,9 @@ REARR_EINMIX_CASES = EINMIX_CASES + [
 
 
 def test_groups_in_the_weight_are_rearrs_not_einops():
-    rearr_mix = lint.validate_einmix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None,
+    rearr_mix = layer_recipe.validate_einmix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None,
                                      {"h": 4, "w": 4, "h2": 2, "w2": 2}, groups=True)
-    einops_mix = lint.validate_einmix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None,
+    einops_mix = layer_recipe.validate_einmix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", None,
                                       {"h": 4, "w": 4, "h2": 2, "w2": 2})
     assert rearr_mix is None and einops_mix is not None and einops_mix[0] == "weight_shape"
     source = ("from rearr.layers import EinMix\nfrom einops.layers.torch import EinMix as E\n"
@@ -914,21 +932,11 @@ def test_groups_in_the_weight_are_rearrs_not_einops():
     assert check(source, einops=True) == at(source, (4, "RA203", "(c d)'"))
 
 
-# Where rearr.layers.EinMix (as first written, on the layers branch) accepts what einops refuses,
-# check keeps einops' rule and says why: these are open questions for the layer, not for check.
-EINMIX_DIVERGES = [  # (pattern, weight_shape, lengths): why
-    ("b c c -> b d", "c d", {"c": 3, "d": 4}),  # a repeated input axis: rearr's einsum takes the diagonal
-    ("b c -> b d", "c d d", {"c": 3, "d": 4}),  # a repeated weight axis
-    ("b c -> b d", "(c c) d", {"c": 3, "d": 4}),  # a repeated weight axis
-    ("b (h w) c -> b h w d", "c d", {"c": 3, "d": 4}),  # h and w are never known: fails at every forward
-]
-
-
+# Each case against rearr.layers.EinMix: the layer and check call the same rules (rearr.layer_recipe),
+# so this checks how check reads the call's arguments. einops' refusals hold for rearr's EinMix too:
+# a repeated axis (einops takes no diagonal) and two unknown lengths in one input group.
 @pytest.mark.parametrize("pattern, weight, bias, lengths", REARR_EINMIX_CASES)
 def test_einmix_rules_agree_with_rearr_layers(pattern, weight, bias, lengths):
-    if (pattern, weight, lengths) in EINMIX_DIVERGES:
-        assert lint.validate_einmix(pattern, weight, bias, lengths, groups=True) is not None
-        return
     pytest.importorskip("torch")
     layers = pytest.importorskip("rearr.layers")  # another module: this runs where it exists
 
@@ -937,7 +945,7 @@ def test_einmix_rules_agree_with_rearr_layers(pattern, weight, bias, lengths):
         refused = False
     except RearrError:
         refused = True
-    found = lint.validate_einmix(pattern, weight, bias, lengths, groups=True)
+    found = layer_recipe.validate_einmix(pattern, weight, bias, lengths, groups=True)
     assert (found is not None) == refused, found
 
 
@@ -991,6 +999,11 @@ LAYER_CALLS = [
     'EinMix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", "h2 w2", h=4, w=4, h2=2, w2=2)',
     'EinMix("b c -> b d", "c d", "e", c=2, d=3)',
     'EinMix("... c -> b d", "c d", c=2, d=3)',
+    'EinMix("b c c -> b d", "c d", c=2, d=3)',  # no diagonal, as einops
+    'EinMix("b c -> b d", "(c c) d", c=2, d=3)',
+    'EinMix("b (h w) c -> b h w d", "c d", c=2, d=3)',  # h and w unknown
+    'EinMix("b (h w) c -> b h w d", "c d", c=2, d=3, h=2)',
+    'Rearrange("a (b c) -> a b c", b=None)',
 ]
 
 

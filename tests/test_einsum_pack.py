@@ -150,13 +150,44 @@ def test_einops_einsum_error_cases():
 
 
 def test_einsum_plans_once_per_shape():
-    rearr.api._einsum_plan.cache_clear()
+    rearr.api._einsum_cache_clear()
     a, b = np.ones((2, 3)), np.ones((3, 4))
     for _ in range(3):
         rearr.einsum(a, b, "i j, j k -> i k")
     rearr.einsum(np.ones((5, 3)), b, "i j, j k -> i k")
     info = rearr.api._einsum_plan.cache_info()
-    assert (info.misses, info.hits) == (2, 2)
+    assert info.misses == 2  # the repeated calls are served by einsum's own look-up, unplanned
+
+
+def test_einsum_look_up_lets_no_bad_length_through_and_stays_bounded(monkeypatch):
+    # The two-operand look-up's key holds the lengths: 2.0 == 2 and True == 1 there, so only plain
+    # ints use it; the rest is validated as on the first call.
+    x, w, p = np.ones((2, 6, 4)), np.ones((4, 5)), "b (h w) c, c d -> b h w d"
+    assert rearr.einsum(x, w, p, h=2).shape == (2, 2, 3, 5)
+    assert rearr.einsum(x, w, p, h=2).shape == (2, 2, 3, 5)  # from the look-up
+    for bad in (2.0, True):
+        with pytest.raises(RearrError) as info:
+            rearr.einsum(x, w, p, h=bad)
+        assert info.value.code == "RA305"
+    assert rearr.einsum(x, w, p, h=np.int64(3)).shape == (2, 3, 2, 5)
+    monkeypatch.setattr(rearr.api, "_EINSUM_CALLS_MAX", 4)
+    for n in range(1, 10):
+        assert rearr.einsum(np.ones((n, 3)), np.ones((3, 2)), "i j, j k -> i k").shape == (n, 2)
+        assert len(rearr.api._EINSUM_CALLS) <= 4
+
+
+def test_einsum_is_planned_from_shapes_alone_as_plain_data():
+    # The planner stage (rearr/planner_einsum.py) sees shapes, never a tensor; its plan is the
+    # operands' reshapes, the backend's spec and the output's reshape.
+    from rearr.planner_einsum import EinsumPlan, plan
+
+    assert plan("b (h w) c, c d -> b h w d", ((2, 6, 4), (4, 5)), (("h", 2),)) == EinsumPlan(
+        pre=(), spec="abc,cd->abd", post=(2, 2, 3, 5))  # (h w) stays one einsum axis: no reshape before
+    assert plan("b h w c, (h w) t -> b t c", ((2, 4, 4, 5), (16, 3)), ()) == EinsumPlan(
+        pre=((2, 16, 5), None), spec="abc,bd->adc", post=None)
+    with pytest.raises(RearrError) as info:
+        plan("b (h w), h -> b", ((2, 7), (3,)), ())
+    assert info.value.code == "RA302"
 
 
 # --- pack, unpack, parse_shape ------------------------------------------------------

@@ -116,7 +116,7 @@ def test_layers_plan_once_per_input_shape(monkeypatch):
     for _ in range(3):
         gather(torch.rand(2, 5), idx_once=IDX)
     assert len(calls) == 3
-    rearr.api._einsum_plan.cache_clear()
+    rearr.api._einsum_cache_clear()
     mix = EinMix("b t c -> b t d", "c d", c=3, d=2)
     for _ in range(3):
         mix(torch.rand(2, 7, 3))
@@ -131,6 +131,9 @@ def test_layers_plan_once_per_input_shape(monkeypatch):
     (lambda: Rearrange("a b -> a"), "RA200"),
     (lambda: Rearrange("a b -> b a", c=2), "RA300"),
     (lambda: Rearrange("a (b c) -> a b c", b=2.5), "RA305"),
+    (lambda: Rearrange("a (b c) -> a b c", b=None), "RA305"),  # was built, then failed at every forward
+    (lambda: EinMix("b c -> b d", "c d", c=None, d=2), "RA305"),
+    (lambda: EinMix("b c -> b d", "c d", "d", c=2, d=None), "RA305"),
     (lambda: Rearrange(["a -> a"]), "RA100"),
     (lambda: Rearrange("b n[i] -> b"), "RA204"),
     (lambda: Reduce("a b -> a", "median"), "RA400"),
@@ -240,6 +243,55 @@ def test_einmix_groups_token_mixing_over_h_w():
     with pytest.raises(RearrError) as info:
         mix(torch.rand(3, 15, 5))
     assert info.value.code in ("RA302", "RA303") and "(h w)" in str(info.value)
+
+
+# A repeated axis: einops refuses it (no diagonal); rearr's EinMix accepted it (its einsum took the
+# diagonal) until it called einops' rules. (pattern, weight_shape, bias_shape, the argument at fault,
+# its text with the hint applied.)
+REPEATED = [
+    ("b c c -> b d", "c d", None, "pattern", "b c c2 -> b d"),  # rename one: c2 is summed over
+    ("b c -> b d", "c d d", None, "weight_shape", "c d"),  # remove the second one
+    ("b c -> b d", "(c c) d", None, "weight_shape", "(c ) d"),
+    ("b c -> b d d", "c d", None, "pattern", "b c -> b d"),
+    ("b c -> b d", "c d", "d d", "bias_shape", "d"),
+]
+
+
+@pytest.mark.parametrize("pattern, weight, bias, where, fixed", REPEATED)
+def test_einmix_refuses_a_repeated_axis_with_a_caret_and_a_fix_that_works(pattern, weight, bias, where, fixed):
+    args = {"pattern": pattern, "weight_shape": weight, "bias_shape": bias}
+    with pytest.raises(RearrError) as info:
+        EinMix(**args, c=3, d=4)
+    e = info.value
+    text = args[where]
+    name = text[e.col]
+    assert e.code == "RA201" and e.pattern == text and f"'{name}' appears twice" in e.message
+    assert text.index(name) < e.col, "the caret is on the second one"
+    # The hint, applied: rename the second one (in the pattern's input) or remove it.
+    if "rename" in e.hint:
+        assert f"e.g. {name}2" in e.hint
+        applied = text[:e.col] + f"{name}2" + text[e.col + 1:]
+    else:
+        assert "remove the second" in e.hint or "write it once" in e.hint
+        applied = text[:e.col] + text[e.col + 1:]
+    assert " ".join(applied.split()) == fixed
+    layer = EinMix(**{**args, where: applied}, c=3, d=4)
+    x = torch.rand((2, 3, 5) if "c2" in applied else (2, 3))
+    assert layer(x).shape == (2, 4)
+
+
+def test_einmix_group_of_two_unknown_lengths_fails_at_construction_not_at_every_forward():
+    # Before: built, then every forward failed (h and w are never known), against the docstring's promise.
+    with pytest.raises(RearrError) as info:
+        EinMix("b (h w) c -> b h w d", "c d", c=3, d=4)
+    e = info.value
+    assert e.code == "RA301" and e.pattern[e.col:].startswith("(h w)") and "h=" in e.hint
+    layer = EinMix("b (h w) c -> b h w d", "c d", c=3, d=4, h=2)  # the hint, applied
+    x = torch.rand(5, 6, 3)
+    torch.testing.assert_close(layer(x), torch.einsum("bhwc,cd->bhwd", x.reshape(5, 2, 3, 3), layer.weight))
+    # groups still work wherever their lengths are known, as the rearr extension promises
+    mix = EinMix("b (h w) c -> b (h2 w2) c", "(h w) (h2 w2)", h=2, w=3, h2=2, w2=2)
+    assert mix(x).shape == (5, 4, 3)
 
 
 def test_importing_rearr_does_not_import_the_layers_or_torch():

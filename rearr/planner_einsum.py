@@ -1,0 +1,195 @@
+"""einsum's planning: (pattern, operand shapes, lengths) -> EinsumPlan, the planner stage of rearr.einsum.
+
+An einsum is one native call, with reshapes around it where the pattern has groups ``(h w)`` or
+unit axes: the plan is those reshapes and the backend's spec, as plain data, and rearr/api.py caches
+it and runs it. It has its own module because it shares nothing with rearr/planner.py's steps (no
+layout tracking, no index terms): its product is a spec string, not a Plan of steps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from .errors import RearrError
+from .planner import length_of
+from .recipe import ELLIPSIS, analyze
+
+
+class EinsumPlan(NamedTuple):
+    """A tuple, so that the hot path unpacks it as one: ``pre, spec, post = plan``."""
+
+    pre: tuple  # () when no operand needs a reshape, else per operand its new shape or None
+    spec: str  # the backend's einsum spec, e.g. "bxc,cd->bxd"
+    post: tuple | None  # the output's reshape (to its groups, '...' and unit axes), or None
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
+    """(pattern, operand shapes, lengths as (name, int) pairs) -> EinsumPlan. Every shape rule is
+    checked here, naming the user's axes: the backend sees only a spec that fits. Shapes may hold
+    torch.compile's symbolic lengths (they stay symbolic)."""
+    r = analyze(pattern, "einsum", None, tuple(sorted(name for name, _ in lengths)))
+    if len(r.inputs) != len(shapes):
+        raise RearrError(f"the pattern has {len(r.inputs)} input operands, {len(shapes)} tensors were given",
+                         code="RA206", pattern=pattern, hint="give one operand per tensor, separated by ','")
+    known: dict[str, int] = dict(lengths)
+    where: dict[str, str] = {name: f"{name}={n}" for name, n in lengths}
+    ellipses: list[tuple[int, ...]] = []
+    operands = []  # per input: (dims, the tensor's length of each dim)
+    for k, (dims, shape) in enumerate(zip(r.inputs, shapes)):
+        shape = tuple(length_of(n) for n in shape)
+        has_ell = any(d.names == (ELLIPSIS,) for d in dims)
+        n_fixed = len(dims) - has_ell
+        if len(shape) != n_fixed and not (has_ell and len(shape) >= n_fixed):
+            need = f"at least {n_fixed}" if has_ell else str(n_fixed)
+            raise RearrError(f"operand {k} has {len(shape)} dimensions, the pattern gives it {need}", code="RA304",
+                             pattern=pattern, col=dims[0].col if dims else None,
+                             hint="write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
+        pos = 0
+        lens = []
+        for d in dims:
+            if d.names == (ELLIPSIS,):
+                n_ell = len(shape) - n_fixed
+                ellipses.append(shape[pos: pos + n_ell])
+                lens.append(None)
+                pos += n_ell
+                continue
+            lens.append(shape[pos])
+            pos += 1
+        operands.append((dims, lens))
+    # Single axes first, then groups that have one unknown left, until nothing changes.
+    for dims, lens in operands:
+        for d, n in zip(dims, lens):
+            if n is None:
+                continue
+            if not d.names and n != 1:
+                raise RearrError(f"a unit axis has length {n}", code="RA303", pattern=pattern, col=d.col,
+                                 hint="name the axis, or pass a tensor with length 1 there")
+            if len(d.names) == 1 and not d.group:
+                _agree(pattern, known, where, d.names[0], n, d.col)
+    pending = [(d, n) for dims, lens in operands for d, n in zip(dims, lens) if d.group and n is not None]
+    while pending:
+        rest = []
+        for d, n in pending:
+            unknown = [a for a in d.names if a not in known]
+            if len(unknown) > 1:
+                rest.append((d, n))
+                continue
+            product = math.prod(known[a] for a in d.names if a in known)
+            if not unknown:
+                if product != n:
+                    raise RearrError(f"the group at column {d.col} has length {n}, its axes "
+                                     f"({', '.join(where[a] for a in d.names)}) make {product}", code="RA303",
+                                     pattern=pattern, col=d.col, hint="fix the lengths so that the group's product "
+                                     "is the dimension's length")
+                continue
+            if product == 0 or n % product:
+                raise RearrError(f"a dimension of length {n} is not divisible by {product}", code="RA302",
+                                 pattern=pattern, col=d.col,
+                                 hint="fix the length keywords so that their product divides the dimension")
+            known[unknown[0]] = n // product
+            where[unknown[0]] = f"{unknown[0]}={n // product}"
+        if len(rest) == len(pending):
+            name = next(a for a in rest[0][0].names if a not in known)
+            raise RearrError(f"the length of {name!r} cannot be inferred", code="RA301", pattern=pattern,
+                             col=r.col(name), hint=f"pass it as a keyword, e.g. {name}=2")
+        pending = rest
+    ell_shape = _broadcast(pattern, ellipses)  # checked here: the backend's message would name its letters
+    sides = [dims for dims, _ in operands] + [r.outputs[0]]
+    units = _units(sides)
+    if len(units) > len(_LETTERS):
+        raise RearrError(f"einsum supports at most {len(_LETTERS)} distinct axes", code="RA206", pattern=pattern,
+                         hint="rearrange some axes together first")
+    letter, unit_of = {}, {}
+    for k, unit in enumerate(units):
+        for name in unit:
+            letter[name], unit_of[name] = _LETTERS[k], unit
+    spec_parts: list[str] = []
+    reshapes: list[tuple | None] = []
+    for dims, shape in zip(sides, [s for s in shapes] + [None]):
+        text, target, fits = "", [], True
+        pos = 0
+        for d in dims:
+            if d.names == (ELLIPSIS,):
+                n_ell = len(ell_shape) if shape is None else len(shape) - (len(dims) - 1)
+                text += "..."
+                target.extend(ell_shape if shape is None else (length_of(n) for n in shape[pos: pos + n_ell]))
+                pos += n_ell
+                continue
+            pos += 1
+            fits = fits and bool(d.names) and unit_of[d.names[0]] == d.names  # the dim is one einsum axis
+            for name in d.names:
+                unit = unit_of[name]
+                if unit[0] == name:  # an einsum axis starts here (a fused one may end in a later dim)
+                    text += letter[name]
+                    if shape is not None:
+                        target.append(math.prod(known[a] for a in unit))
+        spec_parts.append(text)
+        if shape is None:  # the output: its own dims' lengths, when they are not the einsum's
+            post = None
+            if not fits:
+                post = ()
+                for d in dims:
+                    post += ell_shape if d.names == (ELLIPSIS,) else (math.prod(known[a] for a in d.names),)
+        else:
+            reshapes.append(None if fits else tuple(target))
+    spec = ",".join(spec_parts[:-1]) + "->" + spec_parts[-1]
+    return EinsumPlan(tuple(reshapes) if any(p is not None for p in reshapes) else (), spec, post)
+
+
+def _units(sides: list) -> list[tuple[str, ...]]:
+    """The einsum's axes. A group such as ``(h w)`` whose axes stand together, in that order, in every
+    operand where any of them stands becomes one einsum axis (no reshape where it stays grouped),
+    unless that costs more reshapes than it saves; every other axis is its own."""
+    flats = [[n for d in dims for n in d.names] for dims in sides]
+    fused: dict[str, tuple[str, ...]] = {}
+    for run in dict.fromkeys(d.names for dims in sides for d in dims if len(d.names) > 1):
+        if ELLIPSIS in run or len(set(run)) < len(run) or any(n in fused for n in run):
+            continue
+        together = True
+        for flat in flats:
+            at = [k for k, n in enumerate(flat) if n in run]
+            together = together and (not at or flat[at[0]: at[0] + len(run)] == list(run) == [flat[k] for k in at])
+        if together and _reshapes(sides, run, True) <= _reshapes(sides, run, False):
+            fused.update((n, run) for n in run)
+    units: list[tuple[str, ...]] = []
+    for n in dict.fromkeys(n for flat in flats for n in flat if n != ELLIPSIS):
+        unit = fused.get(n, (n,))
+        if unit[0] == n:
+            units.append(unit)
+    return units
+
+
+def _reshapes(sides: list, run: tuple[str, ...], fused: bool) -> int:
+    """How many operands need a reshape for ``run``, fused into one einsum axis or not."""
+    count = 0
+    for dims in sides:
+        holding = [d for d in dims if set(d.names) & set(run)]
+        if holding:
+            count += not (len(holding) == 1 and holding[0].names == run) if fused else any(len(d.names) > 1 for d in
+                                                                                          holding)
+    return count
+
+
+def _agree(pattern: str, known: dict, where: dict, name: str, n: int, col: int) -> None:
+    if name in known and known[name] != n:
+        raise RearrError(f"axis {name!r} has length {n} here and {where[name]} elsewhere", code="RA303",
+                         pattern=pattern, col=col, hint=f"give {name!r} one length in every operand")
+    known.setdefault(name, n)
+    where.setdefault(name, f"{name}={n}")
+
+
+def _broadcast(pattern: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape that '...' stands for on the output: the inputs' '...' shapes broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s, ndim - len(s)):
+            if n != 1 and out[i] not in (1, n):
+                raise RearrError(f"the operands' '...' shapes {' and '.join(map(str, shapes))} do not broadcast",
+                                 code="RA303", pattern=pattern, hint="give '...' equal (or length-1) dimensions")
+            out[i] = max(out[i], n) if n != 1 else out[i]
+    return tuple(out)
