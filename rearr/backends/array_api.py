@@ -146,6 +146,9 @@ def code_expand(step: Expand, before, n: Names) -> list[str]:
     return [f"{n.x} = xp.broadcast_to({n.x}, {tup(step.shape)})"]
 
 
+_BOOL_EXTREMES = {"max": "any", "min": "all"}
+
+
 def reduce(step: Reduce):
     r, axes = step.reduction, step.axes
     if callable(r):
@@ -153,8 +156,11 @@ def reduce(step: Reduce):
 
     def run(x, env):
         xp = namespace(x)  # rearr.policy has refused integer means and complex min/max already
-        if r in ("sum", "prod") and x.dtype == xp.bool:  # the standard sums numbers only; numpy and torch count
-            x = xp.astype(x, _index_dtype(xp))
+        if x.dtype == xp.bool:  # the standard reduces numbers only; numpy and torch take bools too
+            if r in ("sum", "prod"):  # they count
+                x = xp.astype(x, _index_dtype(xp))
+            elif r in _BOOL_EXTREMES:  # and keep bools: max is any, min is all
+                return getattr(xp, _BOOL_EXTREMES[r])(x, axis=axes)
         return getattr(xp, r)(x, axis=axes)
 
     return run
@@ -164,9 +170,14 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
     x, r, axes = n.x, step.reduction, step.axes
     if callable(r):  # the callable that was passed, bound to this name
         return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
-    # explain does not know the dtype: the cast that rearr makes for bool input is a comment.
-    cast = [f"# a bool {x} is first cast: {x} = xp.astype({x}, xp.arange(1).dtype)"] if r in ("sum", "prod") else []
-    return cast + [f"{x} = xp.{r}({x}, axis={tup(axes)})"]
+    call = f"xp.{r}({x}, axis={tup(axes)})"
+    # explain does not know the dtype: the bool case that run() above takes is printed as a condition.
+    if r in ("sum", "prod"):
+        return [f"if {x}.dtype == xp.bool:  # the standard counts numbers only",
+                f"    {x} = xp.astype({x}, xp.arange(1).dtype)", f"{x} = {call}"]
+    if r in _BOOL_EXTREMES:
+        return [f"{x} = xp.{_BOOL_EXTREMES[r]}({x}, axis={tup(axes)}) if {x}.dtype == xp.bool else {call}"]
+    return [f"{x} = {call}"]
 
 
 # --- indices -----------------------------------------------------------------
