@@ -12,7 +12,6 @@ framework is already imported.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -72,7 +71,7 @@ def backend_for(x: object) -> ModuleType:
     )
 
 
-class _WhenDynamoLoads(importlib.abc.MetaPathFinder):
+class _WhenDynamoLoads:  # a meta path finder (importlib.abc is not its base: importing it costs ~2 ms)
     """Registers rearr's functions with torch.compile's dynamo right after ``torch._dynamo`` is imported.
 
     allow_in_graph needs torch._dynamo, which ``import torch`` does not load (it costs
