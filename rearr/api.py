@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numbers
+from _thread import allocate_lock  # threading's lock without importing threading (0.5 ms of `import rearr`)
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import planner, policy, recipe
 from .backends import _BY_TYPE, backend_for, compile_plan, watch_for_dynamo
@@ -16,11 +17,74 @@ from .plan import Reshape
 Tensor = TypeVar("Tensor")
 
 
-@lru_cache(maxsize=1024)
-def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
-    """(op, pattern, shape, lengths, backend) -> the plan's native calls: the hot path's one look-up."""
+class _Plans:
+    """A bounded, thread-safe table from a call's key to its plan compiled to one function ``run(x, env)``.
+
+    The key is (op, pattern, reduction, type(x), x.shape, keyword items, ...): what the public
+    functions hold in hand, so that a call seen before costs one dict look-up. Reads take no
+    lock (a dict read is atomic); additions do, and past ``maxsize`` the oldest entry goes.
+    Like an lru_cache it has cache_info() and cache_clear() (api._CACHES lists it).
+    """
+
+    def __init__(self, name: str, maxsize: int = 1024) -> None:
+        self.__name__, self.maxsize = name, maxsize
+        self.table: dict = {}
+        self._lock = allocate_lock()
+
+    def add(self, key: tuple, value: Any) -> Any:
+        with self._lock:
+            table = self.table
+            if len(table) >= self.maxsize:
+                del table[next(iter(table))]  # the oldest: first in, first out (no bookkeeping on a hit)
+            table[key] = value
+        return value
+
+    def cache_info(self) -> _CacheInfo:
+        return _CacheInfo(self.maxsize, len(self.table))
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self.table.clear()
+
+
+class _CacheInfo(NamedTuple):
+    maxsize: int
+    currsize: int
+
+
+_compiled = _Plans("_compiled")  # calls without index brackets
+_RUNS = _compiled.table  # the public functions look up their call here first
+
+
+def _plan(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> Callable:
+    """Plan a call without index brackets and compile the plan to one function run(x, env)."""
     r = _analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
-    return compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend)
+    return _one_function(compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend))
+
+
+def _one_function(calls: tuple) -> Callable:
+    """A plan's native calls as one function: most plans are one or two calls, run with no loop."""
+    if len(calls) == 1:
+        return calls[0]
+    if len(calls) == 2:
+        first, second = calls
+        return lambda x, env: second(first(x, env), env)
+
+    def run(x: Any, env: Any) -> Any:
+        for f in calls:
+            x = f(x, env)
+        return x
+
+    return run
+
+
+def _int_lengths(kwargs: dict[str, Any]) -> tuple | None:
+    """The keywords as a key of _RUNS when every value is an int, else None (no entry holds None):
+    2.0 == 2 and True == 1, so another value would find an int's entry."""
+    for value in kwargs.values():
+        if value.__class__ is not int:
+            return None
+    return tuple(kwargs.items())
 
 
 @lru_cache(maxsize=1024)
@@ -47,7 +111,6 @@ _CACHES = (recipe.analyze, _compiled, _indexed, index_names)
 # A key that cannot be hashed skips the caches: torch.compile's symbolic shapes and lengths
 # (torch.SymInt, dynamic shapes: each is planned once per compile) and an unhashable reduce
 # callable. The cached functions' own bodies plan it: nothing differs but the look-up.
-_plan_uncached = _compiled.__wrapped__
 _indexed_uncached = _indexed.__wrapped__
 
 
@@ -87,13 +150,7 @@ def _run(
                 if value.__class__ is not int:  # 2.0 == 2 in a cache key: validate before the look-up
                     kwargs = {n: _length(op, pattern, reduction, kwargs, n, v) for n, v in kwargs.items()}
                     break
-            try:
-                calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
-            except TypeError:  # unhashable: see _plan_uncached
-                calls = _plan_uncached(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
-            for f in calls:
-                tensor = f(tensor, None)
-            return tensor
+            return _plan_of(op, pattern, reduction, tensor, backend, kwargs)(tensor, None)
         return _run_indexed(op, tensor, backend, pattern, reduction, kwargs, None, 0, check_bounds)
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
@@ -101,6 +158,20 @@ def _run(
     except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
         policy.refuse_unusual(e, _BY_TYPE.get(type(tensor)) or backend_for(tensor), (tensor, *kwargs.values()))
         raise
+
+
+def _plan_of(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Callable:
+    """The plan's function for a call without brackets (int lengths): from _compiled, else planned
+    now and kept there, so that the public functions find it on the next call."""
+    items = tuple(lengths.items())
+    try:
+        run = _RUNS.get((op, pattern, reduction, x.__class__, x.shape, items))
+    except TypeError:  # unhashable: see _indexed_uncached
+        return _plan(op, pattern, reduction, backend, x.shape, items)
+    if run is None:
+        run = _compiled.add((op, pattern, reduction, x.__class__, x.shape, items),
+                            _plan(op, pattern, reduction, backend, x.shape, items))
+    return run
 
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
@@ -175,7 +246,7 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             key.append((name, value))
     try:
         return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
-    except TypeError:  # unhashable: see _plan_uncached
+    except TypeError:  # unhashable: see _indexed_uncached
         return _indexed_uncached(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
 
 
@@ -212,6 +283,11 @@ def rearrange(
     >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
     (3, 8)
     """
+    try:  # a call seen before: one look-up, then its plan's function (see _Plans)
+        return _RUNS[("rearrange", pattern, None, tensor.__class__, tensor.shape,
+                      _int_lengths(axes_lengths) if axes_lengths else ())](tensor, None)
+    except Exception:  # not seen, not hashable, or it failed: _run plans it, or raises the error that says why
+        pass
     return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
 
 
@@ -220,6 +296,11 @@ def reduce(
 ) -> Tensor:
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
+    try:  # as in rearrange
+        return _RUNS[("reduce", pattern, reduction, tensor.__class__, tensor.shape,
+                      _int_lengths(axes_lengths) if axes_lengths else ())](tensor, None)
+    except Exception:
+        pass
     if not callable(reduction) and not isinstance(reduction, str):
         raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
                          code="RA400", pattern=pattern if isinstance(pattern, str) else None,
@@ -231,6 +312,11 @@ def reduce(
 
 def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
     """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
+    try:  # as in rearrange
+        return _RUNS[("repeat", pattern, None, tensor.__class__, tensor.shape,
+                      _int_lengths(axes_lengths) if axes_lengths else ())](tensor, None)
+    except Exception:
+        pass
     return _run("repeat", tensor, pattern, None, axes_lengths)
 
 
