@@ -12,7 +12,7 @@ from . import planner, policy, recipe
 from .backends import _BY_TYPE, backend_for, compile_plan, watch_for_dynamo
 from .backends.contract import IndexEnv
 from .errors import RearrError
-from .plan import Reshape
+from .plan import AdvancedIndex, GatherAlong, Reshape, ScatterAlong
 
 Tensor = TypeVar("Tensor")
 
@@ -90,14 +90,37 @@ def _int_lengths(kwargs: dict[str, Any]) -> tuple | None:
 @lru_cache(maxsize=1024)
 def _indexed(
     op: str, text: str, reduction: object, backend: Any, shape: tuple, keywords: tuple, into_shape: tuple | None
-) -> tuple[tuple, tuple]:
-    """The same with index brackets; ``keywords`` holds lengths and the index tensors' shapes."""
+) -> tuple[tuple, Callable, frozenset[str]]:
+    """The same with index brackets; ``keywords`` holds lengths and the index tensors' shapes.
+    Also the names of the indexes whose native calls check them (see _natively_checked)."""
     names = index_names(text)
     lengths = tuple((n, v) for n, v in keywords if n not in names)
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
     r = _analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
     p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
-    return p.indices, compile_plan(p.steps, backend)
+    return p.indices, _one_function(compile_plan(p.steps, backend)), _natively_checked(p, backend)
+
+
+def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
+    """The indexes that only the backend's NATIVE_CHECKS steps read, each term the whole coordinate of
+    one axis of its own length: the native call refuses a bad value there, so rearr need not look at
+    the values first. Not under 'set', whose duplicate check must see the values counted from the end."""
+    kinds = getattr(backend, "NATIVE_CHECKS", frozenset())
+    native, other = set(), set()
+    for k, step in enumerate(p.steps):
+        if isinstance(step, GatherAlong | ScatterAlong):
+            axes = {step.dim: step.term}
+            size = step.shape if isinstance(step, ScatterAlong) else p.layouts[k].shape if p.layouts else ()
+        elif isinstance(step, AdvancedIndex):
+            axes, size = dict(enumerate(step.terms)), p.layouts[k].shape if p.layouts else ()
+        else:
+            other.update(t.index for t in getattr(step, "terms", ()))
+            continue
+        for dim, term in axes.items():
+            ok = (type(step) in kinds and term.stride == 1 and dim < len(size) and size[dim] == term.length
+                  and getattr(step, "reduction", None) != "set")
+            (native if ok else other).add(term.index)
+    return frozenset(native - other - {None})
 
 
 @lru_cache(maxsize=1024)
@@ -182,33 +205,41 @@ def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, v
     return value if name in r.index_names else recipe.check_length_value(r, name, value)
 
 
-def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds):
+def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds, native=True):
     if not isinstance(pattern, str):
         recipe.parse(pattern)  # raises the RearrError that says so
     into_shape = None
     if into is not None:
         _check_into(into, x, backend)
         into_shape = tuple(into.shape)
-    uses, calls = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
+    uses, run, natively_checked = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
     indices: dict[str, Any] = {}
+    left_to_native = False
     for use in uses:
         t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
-        indices[use.name] = backend.check_index(t, use, pattern) if check_bounds else t
+        if check_bounds:
+            if native and use.name in natively_checked and backend.checks_natively(t):
+                left_to_native = True
+            else:
+                t = backend.check_index(t, use, pattern)
+        indices[use.name] = t
     env = IndexEnv(pattern, indices, fill, into)
+    if left_to_native:
+        try:
+            return run(x, env)
+        except Exception:  # a value the native call refused (or another failure): again with rearr's checks,
+            pass  # which count negative values from the end and name a bad value with RA501
+        return _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, True, native=False)
     if check_bounds:
-        for f in calls:
-            x = f(x, env)
-        return x
+        return run(x, env)
     try:
-        for f in calls:
-            x = f(x, env)
+        return run(x, env)
     except (IndexError, RuntimeError) as e:
         if not _index_fault(e):
             raise
         raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
                          hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                          "to find the bad one") from None
-    return x
 
 
 def _index_fault(e: Exception) -> bool:
@@ -218,7 +249,7 @@ def _index_fault(e: Exception) -> bool:
     return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
 
 
-def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, tuple]:
+def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, Callable, frozenset]:
     """The cached plan of an indexed call: keyed on the index tensors' shapes and the int lengths."""
     tensor = backend.TENSOR
     key = []
