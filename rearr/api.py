@@ -31,6 +31,12 @@ class _Plans:
         self.table: dict = {}
         self._lock = allocate_lock()
 
+    def get(self, key: tuple, make: Callable, *args: Any) -> Any:
+        """The entry of key, made now by make(*args) and kept if there is none; an unhashable key
+        raises TypeError (before make runs)."""
+        entry = self.table.get(key)
+        return entry if entry is not None else self.add(key, make(*args))
+
     def add(self, key: tuple, value: Any) -> Any:
         with self._lock:
             table = self.table
@@ -87,12 +93,14 @@ def _int_lengths(kwargs: dict[str, Any]) -> tuple | None:
     return tuple(kwargs.items())
 
 
-@lru_cache(maxsize=1024)
-def _indexed(
+_indexed = _Plans("_indexed")  # calls with index brackets: see _indexed_plan
+
+
+def _plan_indexed(
     op: str, text: str, reduction: object, backend: Any, shape: tuple, keywords: tuple, into_shape: tuple | None
 ) -> tuple[tuple, Callable, frozenset[str]]:
-    """The same with index brackets; ``keywords`` holds lengths and the index tensors' shapes.
-    Also the names of the indexes whose native calls check them (see _natively_checked)."""
+    """Plan a call with index brackets; ``keywords`` holds lengths and the index tensors' shapes. The
+    index uses, the plan as one function, and the indexes whose native calls check them."""
     names = index_names(text)
     lengths = tuple((n, v) for n, v in keywords if n not in names)
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
@@ -131,10 +139,9 @@ def index_names(text: str) -> frozenset[str]:
 
 _CACHES = (recipe.analyze, _compiled, _indexed, index_names)
 
-# A key that cannot be hashed skips the caches: torch.compile's symbolic shapes and lengths
+# A key that cannot be hashed skips the tables: torch.compile's symbolic shapes and lengths
 # (torch.SymInt, dynamic shapes: each is planned once per compile) and an unhashable reduce
-# callable. The cached functions' own bodies plan it: nothing differs but the look-up.
-_indexed_uncached = _indexed.__wrapped__
+# callable. _plan and _plan_indexed plan it: nothing differs but the look-up.
 
 
 def _analyze(text: str, op: str, reduction: object, names: tuple) -> recipe.Recipe:
@@ -188,13 +195,10 @@ def _plan_of(op: str, pattern: str, reduction: object, x: Any, backend: Any, len
     now and kept there, so that the public functions find it on the next call."""
     items = tuple(lengths.items())
     try:
-        run = _RUNS.get((op, pattern, reduction, x.__class__, x.shape, items))
-    except TypeError:  # unhashable: see _indexed_uncached
+        return _compiled.get((op, pattern, reduction, x.__class__, x.shape, items),
+                             _plan, op, pattern, reduction, backend, x.shape, items)
+    except TypeError:  # unhashable: see _CACHES
         return _plan(op, pattern, reduction, backend, x.shape, items)
-    if run is None:
-        run = _compiled.add((op, pattern, reduction, x.__class__, x.shape, items),
-                            _plan(op, pattern, reduction, backend, x.shape, items))
-    return run
 
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
@@ -263,8 +267,9 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             break  # a list index, a numpy int length, a bad value: the careful path below
     else:
         try:
-            return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
-        except TypeError:  # an int where an index belongs: the careful path converts it
+            return _indexed.get((op, pattern, reduction, backend, x.shape, tuple(key), into_shape),
+                                _plan_indexed, op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+        except TypeError:  # unhashable, or an int where an index belongs: the careful path converts it
             pass
     names = index_names(pattern)
     key = []
@@ -275,10 +280,12 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             if value.__class__ is not int:
                 value = _length(op, pattern, reduction, kwargs, name, value)
             key.append((name, value))
+    key = tuple(key)
     try:
-        return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
-    except TypeError:  # unhashable: see _indexed_uncached
-        return _indexed_uncached(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+        return _indexed.get((op, pattern, reduction, backend, x.shape, key, into_shape),
+                            _plan_indexed, op, pattern, reduction, backend, x.shape, key, into_shape)
+    except TypeError:  # unhashable: see _CACHES
+        return _plan_indexed(op, pattern, reduction, backend, x.shape, key, into_shape)
 
 
 def _check_into(into: Any, x: Any, backend: Any) -> None:
@@ -315,9 +322,11 @@ def rearrange(
     (3, 8)
     """
     try:  # a call seen before: one look-up, then its plan's function (see _Plans)
-        return _RUNS[("rearrange", pattern, None, tensor.__class__, tensor.shape,
-                      _int_lengths(axes_lengths) if axes_lengths else ())](tensor, None)
-    except Exception:  # not seen, not hashable, or it failed: _run plans it, or raises the error that says why
+        run = _RUNS.get(("rearrange", pattern, None, tensor.__class__, tensor.shape,
+                         _int_lengths(axes_lengths) if axes_lengths else ()))
+        if run is not None:
+            return run(tensor, None)
+    except Exception:  # not hashable, or the call failed: _run plans it, or raises the error that says why
         pass
     return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
 
@@ -328,8 +337,10 @@ def reduce(
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
     try:  # as in rearrange
-        return _RUNS[("reduce", pattern, reduction, tensor.__class__, tensor.shape,
-                      _int_lengths(axes_lengths) if axes_lengths else ())](tensor, None)
+        run = _RUNS.get(("reduce", pattern, reduction, tensor.__class__, tensor.shape,
+                         _int_lengths(axes_lengths) if axes_lengths else ()))
+        if run is not None:
+            return run(tensor, None)
     except Exception:
         pass
     if not callable(reduction) and not isinstance(reduction, str):
@@ -344,8 +355,10 @@ def reduce(
 def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
     """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
     try:  # as in rearrange
-        return _RUNS[("repeat", pattern, None, tensor.__class__, tensor.shape,
-                      _int_lengths(axes_lengths) if axes_lengths else ())](tensor, None)
+        run = _RUNS.get(("repeat", pattern, None, tensor.__class__, tensor.shape,
+                         _int_lengths(axes_lengths) if axes_lengths else ()))
+        if run is not None:
+            return run(tensor, None)
     except Exception:
         pass
     return _run("repeat", tensor, pattern, None, axes_lengths)
