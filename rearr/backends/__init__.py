@@ -16,7 +16,6 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-from .. import policy
 from ..errors import RearrError
 from . import contract
 
@@ -116,6 +115,8 @@ def watch_for_dynamo() -> None:
 
 def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
     """Each step as the backend's native call(s), ready to run, after the plan's dtype check if it needs one."""
+    from .. import policy  # here, once per new plan: `import rearr` does not load it
+
     table = backend.STEPS
     calls = tuple(table[type(step)](step) for step in steps)
     check = policy.prelude(steps, backend)
