@@ -95,6 +95,7 @@ def _int_lengths(kwargs: dict[str, Any]) -> tuple | None:
 
 
 _indexed = _Plans("_indexed")  # calls with index brackets: see _indexed_plan
+_INDEXED = _indexed.table
 
 
 def _plan_indexed(
@@ -270,6 +271,9 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             break  # a list index, a numpy int length, a bad value: the careful path below
     else:
         try:
+            found = _INDEXED.get((op, pattern, reduction, backend, x.shape, tuple(key), into_shape))
+            if found is not None:  # the common call: one look-up
+                return found
             return _indexed.get((op, pattern, reduction, backend, x.shape, tuple(key), into_shape),
                                 _plan_indexed, op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
         except TypeError:  # unhashable, or an int where an index belongs: the careful path converts it
@@ -325,10 +329,11 @@ def rearrange(
     (3, 8)
     """
     try:  # a call seen before: one look-up, then its plan's function (see _Plans)
-        run = _RUNS.get(("rearrange", pattern, None, tensor.__class__, tensor.shape,
-                         _int_lengths(axes_lengths) if axes_lengths else ()))
-        if run is not None:
-            return run(tensor, None)
+        lengths = _int_lengths(axes_lengths) if axes_lengths else ()
+        if lengths is not None:  # else an index tensor (or a length to validate): _run
+            run = _RUNS.get(("rearrange", pattern, None, tensor.__class__, tensor.shape, lengths))
+            if run is not None:
+                return run(tensor, None)
     except Exception:  # not hashable, or the call failed: _run plans it, or raises the error that says why
         pass
     return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
