@@ -75,3 +75,18 @@ def test_the_table_keeps_its_bound_and_drops_the_oldest(monkeypatch):
     assert [key[4] for key in table.table] == [(3,), (4,), (5,)]
     table.cache_clear()
     assert table.cache_info().currsize == 0
+
+
+def test_a_torch_tensor_does_not_load_numpy_ma():
+    """numpy's backend asks whether a tensor is a masked array: that must not import numpy.ma
+    (11 ms of the first call in a process with torch and numpy, issue 9's cold-start goal)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, numpy, torch, rearr; rearr.rearrange(torch.zeros(2, 3), 'a b -> b a'); "
+            "rearr.rearrange(numpy.zeros((2, 3)), 'a b -> b a'); print('numpy.ma' in sys.modules)")
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr

@@ -51,9 +51,14 @@ def load() -> None:
 
 
 def accepts(x: object) -> bool:
-    if isinstance(x, np.ma.MaskedArray):
+    if _masked(x):
         raise masked_input("a masked array")
     return isinstance(x, np.ndarray | np.generic)
+
+
+def _masked(x: object) -> bool:
+    # np.ma loads on first use of the attribute (11 ms): without it in sys.modules there is no masked array.
+    return "numpy.ma" in sys.modules and isinstance(x, np.ma.MaskedArray)
 
 
 def masked_input(what: str) -> RearrError:
@@ -199,7 +204,7 @@ def checks_natively(t: np.ndarray) -> bool:
 def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.ndarray:
     if value.__class__ is np.ndarray and value.dtype is _INTP:
         return value  # the common case, without a call (numpy's built-in dtypes are singletons)
-    if isinstance(value, np.ma.MaskedArray):  # np.asarray would drop the mask
+    if _masked(value):  # np.asarray would drop the mask
         raise masked_input(f"a masked index {name!r}")
     try:
         t = np.asarray(value)
