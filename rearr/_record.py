@@ -9,7 +9,10 @@ Written like a frozen dataclass, fields as annotations with optional defaults::
 
 and it behaves like one: keyword or positional construction, equality and
 hashing by type and field values, a readable repr, no assignment after
-construction, ``replace(**changes)`` for a modified copy. Why not
+construction, ``replace(**changes)`` for a modified copy. A class may name
+fields in ``_uncompared`` (a plain class attribute, not a field): they are left
+out of equality, hashing and the repr, as ``field(compare=False, repr=False)``
+would. Why not
 ``@dataclass(frozen=True)``: it compiles four or five methods from source for
 every class, about 0.7 ms each at import, and rearr has thirty such classes
 while ``import rearr`` is meant to cost about what ``import einops`` costs. Here
@@ -33,6 +36,7 @@ class _RecordType(type):
         cls = super().__new__(mcls, name, bases, namespace)
         cls._fields = fields
         cls._defaults = defaults
+        cls._compared = tuple(f for f in fields if f not in namespace.get("_uncompared", ()))
         return cls
 
 
@@ -40,6 +44,7 @@ class Record(metaclass=_RecordType):
     __slots__ = ()
     _fields: tuple[str, ...] = ()
     _defaults: dict[str, Any] = {}
+    _compared: tuple[str, ...] = ()  # the fields that equality, hashing and the repr look at
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = self._fields
@@ -61,16 +66,19 @@ class Record(metaclass=_RecordType):
     def _values(self) -> tuple:
         return tuple(getattr(self, f) for f in self._fields)
 
+    def _key(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._compared)
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._key() == other._key()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((self.__class__, self._values()))
+        return hash((self.__class__, self._key()))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self._fields)})"
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self._compared)})"
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: use .replace({name}=...)")

@@ -3,37 +3,134 @@
 from __future__ import annotations
 
 import numbers
+from _thread import allocate_lock  # threading's lock without importing threading (0.5 ms of `import rearr`)
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from . import planner, planner_einsum, policy, recipe
+from . import planner, planner_einsum, recipe
+from ._record import Record
 from .backends import _BY_TYPE, backend_for, compile_plan, watch_for_dynamo
 from .backends.contract import IndexEnv
 from .errors import RearrError
-from .plan import Reshape
+from .plan import AdvancedIndex, GatherAlong, Reshape, ScatterAlong
 
 Tensor = TypeVar("Tensor")
 
 
-@lru_cache(maxsize=1024)
-def _compiled(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> tuple:
-    """(op, pattern, shape, lengths, backend) -> the plan's native calls: the hot path's one look-up."""
+class _Plans:
+    """A bounded, thread-safe table from a call's key to its plan compiled to one function ``run(x, env)``.
+
+    The key is (op, pattern, reduction, type(x), x.shape, keyword items, ...): what the public
+    functions hold in hand, so that a call seen before costs one dict look-up. Reads take no
+    lock (a dict read is atomic); additions do, and past ``maxsize`` the oldest entry goes.
+    Like an lru_cache it has cache_info() and cache_clear() (api._CACHES lists it).
+    """
+
+    def __init__(self, name: str, maxsize: int = 1024) -> None:
+        self.__name__, self.maxsize = name, maxsize
+        self.table: dict = {}
+        self._lock = allocate_lock()
+
+    def get(self, key: tuple, make: Callable, *args: Any) -> Any:
+        """The entry of key, made now by make(*args) and kept if there is none; an unhashable key
+        raises TypeError (before make runs)."""
+        entry = self.table.get(key)
+        return entry if entry is not None else self.add(key, make(*args))
+
+    def add(self, key: tuple, value: Any) -> Any:
+        with self._lock:
+            table = self.table
+            if len(table) >= self.maxsize:
+                del table[next(iter(table))]  # the oldest: first in, first out (no bookkeeping on a hit)
+            table[key] = value
+        return value
+
+    def cache_info(self) -> _CacheInfo:
+        return _CacheInfo(self.maxsize, len(self.table))
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self.table.clear()
+
+
+class _CacheInfo(Record):  # what lru_cache's cache_info() says of its size (a NamedTuple costs 0.3 ms of import)
+    maxsize: int
+    currsize: int
+
+
+_compiled = _Plans("_compiled")  # calls without index brackets
+_RUNS = _compiled.table  # the public functions look up their call here first
+
+
+def _plan(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> Callable:
+    """Plan a call without index brackets and compile the plan to one function run(x, env)."""
     r = _analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
-    return compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend)
+    return _one_function(compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend))
 
 
-@lru_cache(maxsize=1024)
-def _indexed(
+def _one_function(calls: tuple) -> Callable:
+    """A plan's native calls as one function: most plans are one or two calls, run with no loop."""
+    if len(calls) == 1:
+        return calls[0]
+    if len(calls) == 2:
+        first, second = calls
+        return lambda x, env: second(first(x, env), env)
+
+    def run(x: Any, env: Any) -> Any:
+        for f in calls:
+            x = f(x, env)
+        return x
+
+    return run
+
+
+def _int_lengths(kwargs: dict[str, Any]) -> tuple | None:
+    """The keywords as a key of _RUNS when every value is an int, else None (no entry holds None):
+    2.0 == 2 and True == 1, so another value would find an int's entry."""
+    for value in kwargs.values():
+        if value.__class__ is not int:
+            return None
+    return tuple(kwargs.items())
+
+
+_indexed = _Plans("_indexed")  # calls with index brackets: see _indexed_plan
+_INDEXED = _indexed.table
+
+
+def _plan_indexed(
     op: str, text: str, reduction: object, backend: Any, shape: tuple, keywords: tuple, into_shape: tuple | None
-) -> tuple[tuple, tuple]:
-    """The same with index brackets; ``keywords`` holds lengths and the index tensors' shapes."""
+) -> tuple[tuple, Callable, frozenset[str]]:
+    """Plan a call with index brackets; ``keywords`` holds lengths and the index tensors' shapes. The
+    index uses, the plan as one function, and the indexes whose native calls check them."""
     names = index_names(text)
     lengths = tuple((n, v) for n, v in keywords if n not in names)
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
     r = _analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
     p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
-    return p.indices, compile_plan(p.steps, backend)
+    return p.indices, _one_function(compile_plan(p.steps, backend)), _natively_checked(p, backend)
+
+
+def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
+    """The indexes that only the backend's NATIVE_CHECKS steps read, each term the whole coordinate of
+    one axis of its own length: the native call refuses a bad value there, so rearr need not look at
+    the values first. Not under 'set', whose duplicate check must see the values counted from the end."""
+    kinds = getattr(backend, "NATIVE_CHECKS", frozenset())
+    native, other = set(), set()
+    for k, step in enumerate(p.steps):
+        if isinstance(step, GatherAlong | ScatterAlong):
+            axes = {step.dim: step.term}
+            size = step.shape if isinstance(step, ScatterAlong) else p.layouts[k].shape if p.layouts else ()
+        elif isinstance(step, AdvancedIndex):
+            axes, size = dict(enumerate(step.terms)), p.layouts[k].shape if p.layouts else ()
+        else:
+            other.update(t.index for t in getattr(step, "terms", ()))
+            continue
+        for dim, term in axes.items():
+            ok = (type(step) in kinds and term.stride == 1 and dim < len(size) and size[dim] == term.length
+                  and getattr(step, "reduction", None) != "set")
+            (native if ok else other).add(term.index)
+    return frozenset(native - other - {None})
 
 
 @lru_cache(maxsize=1024)
@@ -44,11 +141,9 @@ def index_names(text: str) -> frozenset[str]:
 
 _CACHES = (recipe.analyze, _compiled, _indexed, index_names)
 
-# A key that cannot be hashed skips the caches: torch.compile's symbolic shapes and lengths
+# A key that cannot be hashed skips the tables: torch.compile's symbolic shapes and lengths
 # (torch.SymInt, dynamic shapes: each is planned once per compile) and an unhashable reduce
-# callable. The cached functions' own bodies plan it: nothing differs but the look-up.
-_plan_uncached = _compiled.__wrapped__
-_indexed_uncached = _indexed.__wrapped__
+# callable. _plan and _plan_indexed plan it: nothing differs but the look-up.
 
 
 def _analyze(text: str, op: str, reduction: object, names: tuple) -> recipe.Recipe:
@@ -87,20 +182,27 @@ def _run(
                 if value.__class__ is not int:  # 2.0 == 2 in a cache key: validate before the look-up
                     kwargs = {n: _length(op, pattern, reduction, kwargs, n, v) for n, v in kwargs.items()}
                     break
-            try:
-                calls = _compiled(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
-            except TypeError:  # unhashable: see _plan_uncached
-                calls = _plan_uncached(op, pattern, reduction, backend, tensor.shape, tuple(kwargs.items()))
-            for f in calls:
-                tensor = f(tensor, None)
-            return tensor
+            return _plan_of(op, pattern, reduction, tensor, backend, kwargs)(tensor, None)
         return _run_indexed(op, tensor, backend, pattern, reduction, kwargs, None, 0, check_bounds)
     except RearrError as e:
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
     except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
+        from . import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
+
         policy.refuse_unusual(e, _BY_TYPE.get(type(tensor)) or backend_for(tensor), (tensor, *kwargs.values()))
         raise
+
+
+def _plan_of(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Callable:
+    """The plan's function for a call without brackets (int lengths): from _compiled, else planned
+    now and kept there, so that the public functions find it on the next call."""
+    items = tuple(lengths.items())
+    try:
+        return _compiled.get((op, pattern, reduction, x.__class__, x.shape, items),
+                             _plan, op, pattern, reduction, backend, x.shape, items)
+    except TypeError:  # unhashable: see _CACHES
+        return _plan(op, pattern, reduction, backend, x.shape, items)
 
 
 def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
@@ -111,33 +213,41 @@ def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, v
     return value if name in r.index_names else recipe.check_length_value(r, name, value)
 
 
-def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds):
+def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds, native=True):
     if not isinstance(pattern, str):
         recipe.parse(pattern)  # raises the RearrError that says so
     into_shape = None
     if into is not None:
         _check_into(into, x, backend)
         into_shape = tuple(into.shape)
-    uses, calls = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
+    uses, run, natively_checked = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
     indices: dict[str, Any] = {}
+    left_to_native = False
     for use in uses:
         t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
-        indices[use.name] = backend.check_index(t, use, pattern) if check_bounds else t
+        if check_bounds:
+            if native and use.name in natively_checked and backend.checks_natively(t):
+                left_to_native = True
+            else:
+                t = backend.check_index(t, use, pattern)
+        indices[use.name] = t
     env = IndexEnv(pattern, indices, fill, into)
+    if left_to_native:
+        try:
+            return run(x, env)
+        except Exception:  # a value the native call refused (or another failure): again with rearr's checks,
+            pass  # which count negative values from the end and name a bad value with RA501
+        return _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, True, native=False)
     if check_bounds:
-        for f in calls:
-            x = f(x, env)
-        return x
+        return run(x, env)
     try:
-        for f in calls:
-            x = f(x, env)
+        return run(x, env)
     except (IndexError, RuntimeError) as e:
         if not _index_fault(e):
             raise
         raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
                          hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                          "to find the bad one") from None
-    return x
 
 
 def _index_fault(e: Exception) -> bool:
@@ -147,7 +257,7 @@ def _index_fault(e: Exception) -> bool:
     return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
 
 
-def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, tuple]:
+def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, Callable, frozenset]:
     """The cached plan of an indexed call: keyed on the index tensors' shapes and the int lengths."""
     tensor = backend.TENSOR
     key = []
@@ -161,8 +271,12 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             break  # a list index, a numpy int length, a bad value: the careful path below
     else:
         try:
-            return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
-        except TypeError:  # an int where an index belongs: the careful path converts it
+            found = _INDEXED.get((op, pattern, reduction, backend, x.shape, tuple(key), into_shape))
+            if found is not None:  # the common call: one look-up
+                return found
+            return _indexed.get((op, pattern, reduction, backend, x.shape, tuple(key), into_shape),
+                                _plan_indexed, op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+        except TypeError:  # unhashable, or an int where an index belongs: the careful path converts it
             pass
     names = index_names(pattern)
     key = []
@@ -173,10 +287,12 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             if value.__class__ is not int:
                 value = _length(op, pattern, reduction, kwargs, name, value)
             key.append((name, value))
+    key = tuple(key)
     try:
-        return _indexed(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
-    except TypeError:  # unhashable: see _plan_uncached
-        return _indexed_uncached(op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+        return _indexed.get((op, pattern, reduction, backend, x.shape, key, into_shape),
+                            _plan_indexed, op, pattern, reduction, backend, x.shape, key, into_shape)
+    except TypeError:  # unhashable: see _CACHES
+        return _plan_indexed(op, pattern, reduction, backend, x.shape, key, into_shape)
 
 
 def _check_into(into: Any, x: Any, backend: Any) -> None:
@@ -212,6 +328,14 @@ def rearrange(
     >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
     (3, 8)
     """
+    try:  # a call seen before: one look-up, then its plan's function (see _Plans)
+        lengths = _int_lengths(axes_lengths) if axes_lengths else ()
+        if lengths is not None:  # else an index tensor (or a length to validate): _run
+            run = _RUNS.get(("rearrange", pattern, None, tensor.__class__, tensor.shape, lengths))
+            if run is not None:
+                return run(tensor, None)
+    except Exception:  # not hashable, or the call failed: _run plans it, or raises the error that says why
+        pass
     return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
 
 
@@ -220,6 +344,13 @@ def reduce(
 ) -> Tensor:
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
+    try:  # as in rearrange
+        run = _RUNS.get(("reduce", pattern, reduction, tensor.__class__, tensor.shape,
+                         _int_lengths(axes_lengths) if axes_lengths else ()))
+        if run is not None:
+            return run(tensor, None)
+    except Exception:
+        pass
     if not callable(reduction) and not isinstance(reduction, str):
         raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
                          code="RA400", pattern=pattern if isinstance(pattern, str) else None,
@@ -230,6 +361,13 @@ def reduce(
 
 def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
     """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
+    try:  # as in rearrange
+        run = _RUNS.get(("repeat", pattern, None, tensor.__class__, tensor.shape,
+                         _int_lengths(axes_lengths) if axes_lengths else ()))
+        if run is not None:
+            return run(tensor, None)
+    except Exception:
+        pass
     return _run("repeat", tensor, pattern, None, axes_lengths)
 
 
@@ -273,6 +411,8 @@ def scatter(
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(src), op="scatter") from None
     except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
+        from . import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
+
         policy.refuse_unusual(e, _BY_TYPE.get(type(src)) or backend_for(src),
                               (src, into, *lengths_and_indices.values()))
         raise

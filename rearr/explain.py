@@ -14,11 +14,13 @@ backend modules bind their framework late); numpy is loaded only for
 from __future__ import annotations
 
 import math
+import sys
+import types
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import backends, planner, recipe
+from ._record import Record
 from .backends._code import Names as CodeNames
 from .errors import RearrError
 from .plan import (
@@ -42,13 +44,16 @@ SHOW_LIMIT = 64  # --show prints arrays of at most this many elements
 Names = tuple[tuple[str, ...], ...]  # the elementary axes of each dimension
 
 
-@dataclass(frozen=True)
-class Explanation:
+class Explanation(Record):
     """What a pattern lowers to for one shape; ``str()`` is the report.
 
     ``code`` holds the backend lines: run them with ``input_name`` bound to the
     input (and each index bound to its tensor) and ``input_name`` holds the result.
+    Two explanations are equal when their reports' facts are (``layout`` and
+    ``plan`` are left out of ``==`` and the repr).
     """
+
+    _uncompared = ("layout", "plan")
 
     pattern: str
     op: str
@@ -64,9 +69,9 @@ class Explanation:
     copies: int
     formula: str
     notes: tuple[str, ...] = ()
-    layout: Any = field(default=None, compare=False)  # show=True: the numpy result on arange input
+    layout: Any = None  # show=True: the numpy result on arange input
     show_note: str | None = None
-    plan: Plan | None = field(default=None, compare=False, repr=False)
+    plan: Plan | None = None
 
     def __str__(self) -> str:
         what = f"{self.op} {self.pattern!r}" + (f", {_reduction_name(self.reduction)}" if self.reduction else "")
@@ -226,8 +231,7 @@ def _index_lines(plan: Plan) -> tuple[str, ...]:
 # --- shapes, strides and axis names between the steps ----------------------------
 
 
-@dataclass(frozen=True)
-class _State:
+class _State(Record):
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     names: Names | None  # None where the plan does not say (between gather and scatter)
@@ -482,3 +486,17 @@ def _show(plan: Plan, r: recipe.Recipe, lengths, reduction) -> tuple[Any, str]:
     given = "".join(f"; {name} = {value.tolist()}" for name, value in indices.items())
     head = f"show: x = np.arange({size}).reshape{plan.in_shape}{given}; the result of {r.op}:"
     return result, head
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as the function explain.
+
+    rearr/__init__.py imports this module on the first use of ``rearr.explain`` and binds
+    the function there. A program that imports ``rearr.explain`` (the module) first gets
+    the module bound as the package's ``explain`` instead: calling it still explains."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Explanation:
+        return explain(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

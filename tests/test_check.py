@@ -8,6 +8,7 @@ literal that starts on another line), or `# expect-einops:` for findings that ne
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import random
@@ -504,7 +505,7 @@ def test_explain_passes_its_arguments_through(monkeypatch, capsys):
         return "EXPLAINED"
 
     # rearr.explain is also the name of the function, in rearr/__init__.py: patch the module's attribute.
-    monkeypatch.setattr(sys.modules["rearr.explain"], "explain", fake_explain)
+    monkeypatch.setattr(importlib.import_module("rearr.explain"), "explain", fake_explain)
     argv = ["explain", "b n[idx] -> b", "--shape", "2, 5", "--op", "reduce", "--reduction", "max",
             "--backend", "numpy", "-l", "k=3", "--length", "idx=2,3", "--show"]
     assert cli.main(argv) == 0

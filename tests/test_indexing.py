@@ -413,3 +413,69 @@ def test_an_index_named_like_the_calls_own_keyword_is_refused_with_a_fix_that_wo
     got = call(fixed, **{f"{name}_idx": idx})
     want = rearr.scatter(x, "b k -> b n[i]", "sum", n=3, i=idx) if op == "scatter" else np.take_along_axis(x, idx, 1)
     np.testing.assert_array_equal(got, want)
+
+
+# --- bounds checks left to the native call (issue 9) ----------------------------------------------------
+# Where an index is read only by torch.gather / scatter_*_ / x[idx] (numpy: advanced indexing), rearr
+# lets the native call refuse a bad value instead of looking at the values first; a refused call runs
+# again with rearr's check. These pin what that must keep: rearr's message, negative values counted
+# from the end, and the explicit check where a bad value would land in the neighbouring row.
+
+NATIVE_CASES = [  # (op, pattern, x shape, index shape, keywords)
+    ("rearrange", "b n[idx] -> b k", (2, 8), (2, 3), {}),  # GatherAlong
+    ("rearrange", "n[idx: k] c -> k c", (8, 4), (3,), {}),  # GatherAlong on the first axis
+    ("scatter", "b k -> b n[idx]", (2, 3), (2, 3), {"n": 8}),  # ScatterAlong (numpy: flat positions, checked)
+    ("scatter", "b k -> b n[idx]", (2, 3), (2, 3), {"n": 8, "reduction": "set"}),  # 'set': checked first
+]
+
+
+def _native_call(backend, op, pattern, shape, idx, kw):
+    kw = dict(kw)
+    x = to_backend(np.arange(float(np.prod(shape))).reshape(shape), backend)
+    if op == "scatter":
+        return rearr.scatter(x, pattern, kw.pop("reduction", "sum"), idx=to_backend(idx, backend), **kw)
+    return rearr.rearrange(x, pattern, idx=to_backend(idx, backend), **kw)
+
+
+@backends
+@pytest.mark.parametrize("op, pattern, shape, ishape, kw", NATIVE_CASES)
+@pytest.mark.parametrize("bad", [8, -9, 1000])
+def test_a_bad_value_gets_rearrs_error_where_the_native_call_checks(backend, op, pattern, shape, ishape, kw, bad):
+    idx = np.broadcast_to(np.arange(ishape[-1]), ishape).copy()  # unique along the last axis ('set')
+    _native_call(backend, op, pattern, shape, idx, kw)  # the plan is cached: the next call takes the fast path
+    idx.reshape(-1)[-1] = bad
+    at = tuple(int(i) - 1 for i in ishape)
+    with pytest.raises(rearr.RearrError) as info:
+        _native_call(backend, op, pattern, shape, idx, kw)
+    assert info.value.code == "RA501"
+    assert f"'idx' holds {bad} at position {at}, outside axis 'n' of length 8" in str(info.value)
+
+
+@backends
+@pytest.mark.parametrize("op, pattern, shape, ishape, kw", NATIVE_CASES)
+def test_negative_values_count_from_the_end_where_the_native_call_checks(backend, op, pattern, shape, ishape, kw):
+    rng = np.random.default_rng(7)
+    if kw.get("reduction") == "set":  # unique positions along n in each row
+        idx = np.stack([rng.permutation(8)[: ishape[-1]] for _ in range(ishape[0])])
+    else:
+        idx = rng.integers(0, 8, ishape)
+    want = to_numpy(_native_call(backend, op, pattern, shape, idx, kw))
+    np.testing.assert_array_equal(to_numpy(_native_call(backend, op, pattern, shape, idx - 8, kw)), want)
+    mixed = np.where(rng.random(ishape) < 0.5, idx - 8, idx)
+    np.testing.assert_array_equal(to_numpy(_native_call(backend, op, pattern, shape, mixed, kw)), want)
+
+
+@backends
+def test_a_bad_row_is_refused_before_it_reaches_the_neighbouring_batch(backend, monkeypatch):
+    """The row lowering adds b * N to each index: there 8 in batch 0 would read row 0 of batch 1."""
+    from rearr import api, planner
+
+    monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
+    api._indexed.cache_clear()
+    try:
+        x = to_backend(np.arange(32.0).reshape(2, 8, 2), backend)
+        idx = np.array([[0, 8], [1, 2]])
+        with pytest.raises(rearr.RearrError, match="'idx' holds 8 at position \\(0, 1\\)"):
+            rearr.rearrange(x, "b n[idx: b k] c -> b k c", idx=to_backend(idx, backend))
+    finally:
+        api._indexed.cache_clear()

@@ -12,12 +12,10 @@ framework is already imported.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import sys
 from collections.abc import Callable
 from types import ModuleType
 
-from .. import policy
 from ..errors import RearrError
 from . import contract
 
@@ -72,7 +70,7 @@ def backend_for(x: object) -> ModuleType:
     )
 
 
-class _WhenDynamoLoads(importlib.abc.MetaPathFinder):
+class _WhenDynamoLoads:  # a meta path finder (importlib.abc is not its base: importing it costs ~2 ms)
     """Registers rearr's functions with torch.compile's dynamo right after ``torch._dynamo`` is imported.
 
     allow_in_graph needs torch._dynamo, which ``import torch`` does not load (it costs
@@ -117,6 +115,8 @@ def watch_for_dynamo() -> None:
 
 def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
     """Each step as the backend's native call(s), ready to run, after the plan's dtype check if it needs one."""
+    from .. import policy  # here, once per new plan: `import rearr` does not load it
+
     table = backend.STEPS
     calls = tuple(table[type(step)](step) for step in steps)
     check = policy.prelude(steps, backend)

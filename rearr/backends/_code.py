@@ -11,13 +11,12 @@ framework: explain prints torch code without torch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from .._record import Record
 from ..plan import IndexTerm, Layout
 
 
-@dataclass(frozen=True)
-class Names:
+class Names(Record):
     """The variables the printed code uses, chosen by explain to differ from every axis and index name."""
 
     x: str  # the input, then each step's result

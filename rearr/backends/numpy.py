@@ -37,7 +37,7 @@ name = "numpy"
 
 def load() -> None:
     """Bind numpy and what is made of it (the registry calls this once numpy is imported)."""
-    global np, TENSOR, _UFUNC, _c_einsum
+    global np, TENSOR, _UFUNC, _c_einsum, _INTP
     import numpy as np
 
     try:  # what np.einsum(optimize=False) calls, without its Python wrapper (~0.7 us a call)
@@ -46,13 +46,19 @@ def load() -> None:
         _c_einsum = np.einsum
 
     TENSOR = np.ndarray
+    _INTP = np.dtype(np.intp)
     _UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
 
 def accepts(x: object) -> bool:
-    if isinstance(x, np.ma.MaskedArray):
+    if _masked(x):
         raise masked_input("a masked array")
     return isinstance(x, np.ndarray | np.generic)
+
+
+def _masked(x: object) -> bool:
+    # np.ma loads on first use of the attribute (11 ms): without it in sys.modules there is no masked array.
+    return "numpy.ma" in sys.modules and isinstance(x, np.ma.MaskedArray)
 
 
 def masked_input(what: str) -> RearrError:
@@ -183,14 +189,28 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
 # --- indices -----------------------------------------------------------------
 
 
+# The step kinds whose native call checks an index itself with rearr's rule: advanced indexing takes
+# -n <= i < n, negative values counting from the end, and raises IndexError for any other value
+# (see rearr.api._run_indexed). Not the row steps, nor ScatterAlong: they index flat positions,
+# where a bad value lands in the neighbouring row.
+NATIVE_CHECKS = frozenset({GatherAlong, AdvancedIndex})
+
+
+def checks_natively(t: np.ndarray) -> bool:
+    """Whether the native calls may check index t (NATIVE_CHECKS): always, on numpy."""
+    return True
+
+
 def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.ndarray:
-    if isinstance(value, np.ma.MaskedArray):  # np.asarray would drop the mask
+    if value.__class__ is np.ndarray and value.dtype is _INTP:
+        return value  # the common case, without a call (numpy's built-in dtypes are singletons)
+    if _masked(value):  # np.asarray would drop the mask
         raise masked_input(f"a masked index {name!r}")
     try:
         t = np.asarray(value)
     except (TypeError, ValueError):  # ragged lists
         raise _common.not_an_index(name, value, text) from None
-    if not np.issubdtype(t.dtype, np.integer):
+    if t.dtype.kind not in "iu":  # np.issubdtype(t.dtype, np.integer), without its microsecond
         raise _common.bad_index_dtype(name, t.dtype, text)
     i = t.astype(np.intp, copy=False)
     if t.dtype.kind == "u" and t.dtype.itemsize >= i.dtype.itemsize and t.size and (i < 0).any():

@@ -214,8 +214,24 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
 # --- indices -----------------------------------------------------------------
 
 
+# The step kinds whose CPU kernels refuse an index value outside 0 <= i < n, each value against the
+# axis it indexes (torch.gather, scatter_add_ / scatter_reduce_, x[idx]): for an index used only
+# there, rearr's pre-check is left to them (see rearr.api._run_indexed). The value that torch
+# refuses, a negative one included, then runs again through check_index: rearr's RA501, or the
+# negative values counted from the end. Not the row steps: there a bad row lands in the next batch.
+NATIVE_CHECKS = frozenset({GatherAlong, ScatterAlong, AdvancedIndex})
+
+
+def checks_natively(t: torch.Tensor) -> bool:
+    """Whether the native calls may check index t (NATIVE_CHECKS): an eager CPU tensor. A traced one
+    keeps the check_index op in the graph, and CUDA reports a bad index as a device-side assert."""
+    return t.__class__ is TENSOR and t.is_cpu and _tracing_state() is None
+
+
 def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> torch.Tensor:
-    if type(value) is torch.Tensor and value.dtype is torch.int64 and value.device == like.device:
+    if type(value) is torch.Tensor and value.dtype is torch.int64 and (
+        value.is_cpu and like.is_cpu or value.device == like.device  # is_cpu: no device objects made
+    ):
         return value  # the common case, without a call
     try:
         t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
