@@ -19,6 +19,8 @@ Two pieces, chosen so that the eager hot path is untouched:
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from ..plan import IndexUse
@@ -30,11 +32,6 @@ def traced(t: torch.Tensor) -> bool:
     return type(t) is not torch.Tensor or torch._C._get_tracing_state() is not None
 
 
-# torch.library.Library rather than torch.library.custom_op: the same op for the compiler, but a call
-# costs a plain dispatch instead of custom_op's Python wrappers (measured: about 8x less per call).
-_LIB = torch.library.Library("rearr", "DEF")
-_LIB.define("check_index(Tensor idx, SymInt n, str name, str axis, int col, str text) -> Tensor")
-_LIB.define("check_unique(Tensor idx, int dim, str name, str text) -> Tensor")
 
 
 def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str) -> torch.Tensor:
@@ -63,12 +60,14 @@ def _like(idx: torch.Tensor, *args: object) -> torch.Tensor:  # the fake kernels
     return torch.empty_like(idx)
 
 
-_LIB.impl("check_index", _check_index, "CompositeExplicitAutograd")
-_LIB.impl("check_unique", _check_unique, "CompositeExplicitAutograd")
-torch.library.register_fake("rearr::check_index", _like, lib=_LIB)
-torch.library.register_fake("rearr::check_unique", _like, lib=_LIB)
-check_index = torch.ops.rearr.check_index.default
-check_unique = torch.ops.rearr.check_unique.default
+def check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str) -> torch.Tensor:
+    """rearr::check_index, the op a tracer records."""
+    return _define()[0](idx, n, name, axis, col, text)
+
+
+def check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+    """rearr::check_unique, the op a tracer records."""
+    return _define()[1](idx, dim, name, text)
 
 
 # torch.func.vmap: check the whole batch at once, the vmapped axis moved to the front (a bounds check
@@ -85,8 +84,33 @@ def _check_unique_vmap(info, in_dims, idx, dim, name, text):
     return check_unique(idx.movedim(in_dims[0], 0), dim + 1, name, text), 0
 
 
-torch.library.register_vmap("rearr::check_index", _check_index_vmap, lib=_LIB)
-torch.library.register_vmap("rearr::check_unique", _check_unique_vmap, lib=_LIB)
+_OPS: tuple = ()
+_LIB = None
+_DEFINING = threading.Lock()
+
+
+def _define() -> tuple:
+    """The two ops, defined on the first traced call: registering them (register_fake reads this file's
+    source) costs milliseconds that an eager program's first call should not pay."""
+    global _OPS, _LIB
+    if _OPS:
+        return _OPS
+    with _DEFINING:
+        if not _OPS:
+            # torch.library.Library rather than torch.library.custom_op: the same op for the compiler, but
+            # a call costs a plain dispatch instead of custom_op's Python wrappers (about 8x less per call).
+            lib = torch.library.Library("rearr", "DEF")
+            lib.define("check_index(Tensor idx, SymInt n, str name, str axis, int col, str text) -> Tensor")
+            lib.define("check_unique(Tensor idx, int dim, str name, str text) -> Tensor")
+            lib.impl("check_index", _check_index, "CompositeExplicitAutograd")
+            lib.impl("check_unique", _check_unique, "CompositeExplicitAutograd")
+            torch.library.register_fake("rearr::check_index", _like, lib=lib)
+            torch.library.register_fake("rearr::check_unique", _like, lib=lib)
+            torch.library.register_vmap("rearr::check_index", _check_index_vmap, lib=lib)
+            torch.library.register_vmap("rearr::check_unique", _check_unique_vmap, lib=lib)
+            _LIB = lib  # the registrations live as long as the Library object
+            _OPS = (torch.ops.rearr.check_index.default, torch.ops.rearr.check_unique.default)
+    return _OPS
 
 
 def allow_in_graph() -> None:
@@ -94,6 +118,8 @@ def allow_in_graph() -> None:
     import torch._dynamo
     from torch._subclasses.fake_tensor import FakeTensor
     from torch._subclasses.functional_tensor import FunctionalTensor
+
+    _define()  # the check ops exist before dynamo traces their first call
 
     from .. import api
     from . import _BY_TYPE, _load
