@@ -10,11 +10,9 @@ from .errors import RearrError
 
 
 def __getattr__(name: str) -> object:
-    # rearr.explain was a sixth of `import rearr`; most programs never call it. Importing the
-    # submodule binds it as rearr.explain: the function replaces it (and the module is callable too,
-    # for a program that imports rearr.explain first, see rearr/explain.py's end).
+    # rearr.explainer was a sixth of `import rearr`; most programs never call explain.
     if name == "explain":
-        from .explain import explain
+        from .explainer import explain
 
         globals()["explain"] = explain
         return explain

@@ -208,7 +208,7 @@ FORMATS: dict[str, Callable[[list[lint.Problem]], str]] = {
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from .explain import explain  # imports the planner and a backend: only this command needs them
+    from .explainer import explain  # imports the planner and a backend: only this command needs them
 
     options = {"backend": args.backend} if args.backend else {}
     try:

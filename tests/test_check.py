@@ -504,8 +504,7 @@ def test_explain_passes_its_arguments_through(monkeypatch, capsys):
         calls.append((pattern, shapes, kwargs))
         return "EXPLAINED"
 
-    # rearr.explain is also the name of the function, in rearr/__init__.py: patch the module's attribute.
-    monkeypatch.setattr(importlib.import_module("rearr.explain"), "explain", fake_explain)
+    monkeypatch.setattr(importlib.import_module("rearr.explainer"), "explain", fake_explain)
     argv = ["explain", "b n[idx] -> b", "--shape", "2, 5", "--op", "reduce", "--reduction", "max",
             "--backend", "numpy", "-l", "k=3", "--length", "idx=2,3", "--show"]
     assert cli.main(argv) == 0

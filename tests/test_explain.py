@@ -26,7 +26,7 @@ from strategies import gather_cases, scatter_cases, transform_cases
 
 import rearr
 from rearr import RearrError, backends, explain
-from rearr.explain import BACKENDS
+from rearr.explainer import BACKENDS
 from rearr.plan import (
     STEP_KINDS,
     ScatterAlong,

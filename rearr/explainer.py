@@ -14,8 +14,6 @@ backend modules bind their framework late); numpy is loaded only for
 from __future__ import annotations
 
 import math
-import sys
-import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -486,17 +484,3 @@ def _show(plan: Plan, r: recipe.Recipe, lengths, reduction) -> tuple[Any, str]:
     given = "".join(f"; {name} = {value.tolist()}" for name, value in indices.items())
     head = f"show: x = np.arange({size}).reshape{plan.in_shape}{given}; the result of {r.op}:"
     return result, head
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as the function explain.
-
-    rearr/__init__.py imports this module on the first use of ``rearr.explain`` and binds
-    the function there. A program that imports ``rearr.explain`` (the module) first gets
-    the module bound as the package's ``explain`` instead: calling it still explains."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Explanation:
-        return explain(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
