@@ -201,6 +201,12 @@ def checks_natively(t: np.ndarray) -> bool:
     return True
 
 
+def ready_index(t: object, like: np.ndarray) -> bool:
+    """Whether t is an index that convert_index returns as it is: rearr.api's path for a call seen
+    before (numpy's native calls check every index: see checks_natively)."""
+    return t.__class__ is np.ndarray and t.dtype is _INTP
+
+
 def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.ndarray:
     if value.__class__ is np.ndarray and value.dtype is _INTP:
         return value  # the common case, without a call (numpy's built-in dtypes are singletons)

@@ -228,6 +228,13 @@ def checks_natively(t: torch.Tensor) -> bool:
     return t.__class__ is TENSOR and t.is_cpu and _tracing_state() is None
 
 
+def ready_index(t: object, like: torch.Tensor) -> bool:
+    """Whether t is an index that convert_index returns as it is and the native calls may check
+    (checks_natively), in one call: rearr.api's path for a call seen before."""
+    return (t.__class__ is TENSOR and t.dtype is torch.int64 and t.is_cpu and like.is_cpu
+            and _tracing_state() is None)
+
+
 def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> torch.Tensor:
     if type(value) is torch.Tensor and value.dtype is torch.int64 and (
         value.is_cpu and like.is_cpu or value.device == like.device  # is_cpu: no device objects made
