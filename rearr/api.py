@@ -115,10 +115,12 @@ def _plan_indexed(
 
 
 def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
-    """The indexes that only the backend's NATIVE_CHECKS steps read, each term the whole coordinate of
-    one axis of its own length: the native call refuses a bad value there, so rearr need not look at
-    the values first. Not under 'set', whose duplicate check must see the values counted from the end."""
+    """The indexes that only the backend's NATIVE_CHECKS steps (or those checks_step_natively names)
+    read, each term the whole coordinate of one axis of its own length: the native call refuses a bad
+    value there, so rearr need not look at the values first. Not under 'set', whose duplicate check
+    must see the values counted from the end."""
     kinds = getattr(backend, "NATIVE_CHECKS", frozenset())
+    checks_step = getattr(backend, "checks_step_natively", None)  # a lowering chosen by the step's sizes
     native, other = set(), set()
     for k, step in enumerate(p.steps):
         if isinstance(step, GatherAlong | ScatterAlong):
@@ -130,7 +132,8 @@ def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
             other.update(t.index for t in getattr(step, "terms", ()))
             continue
         for dim, term in axes.items():
-            ok = (type(step) in kinds and term.stride == 1 and dim < len(size) and size[dim] == term.length
+            by_native_call = type(step) in kinds or checks_step is not None and checks_step(step)
+            ok = (by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
                   and getattr(step, "reduction", None) != "set")
             (native if ok else other).add(term.index)
     return frozenset(native - other - {None})
