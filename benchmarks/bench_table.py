@@ -297,13 +297,19 @@ def main() -> int:
     parser.add_argument("--cold-repeats", type=int, default=9, help="fresh processes per cold row and library")
     parser.add_argument("--target-ms", type=float, default=10.0, help="length of one variant's loop per round")
     parser.add_argument("--small", action="store_true", help="large cases 16x smaller (the CI smoke test)")
+    parser.add_argument("--only", metavar="TEXT", help="only the per-call rows whose name contains TEXT "
+                        "(e.g. tiny); no cold rows")
     _harness.add_options(parser)
     args = parser.parse_args()
     print(f"python {platform.python_version()}, torch {torch.__version__} ({torch.get_num_threads()} thread), "
           f"numpy {np.__version__}, einops {einops.__version__}, {platform.machine()}, {_harness.machine_state()}")
     _harness.setup(args.clock, args.malloc)
     print(f"{'row':58} {'rearr':>10} {'einops':>10} {'hand':>10} {'floor':>10}")
-    run_rows(cases(args.small), args.rounds, args.target_ms / 1000)
+    rows = cases(args.small)
+    if args.only is not None:
+        run_rows([r for r in rows if args.only in r[0]], args.rounds, args.target_ms / 1000)
+        return 0
+    run_rows(rows, args.rounds, args.target_ms / 1000)
     new_pattern_row(args.cold_repeats)
     cold_rows(args.cold_repeats)
     print(f"load average at the end: {_harness.load_average()}")

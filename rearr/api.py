@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from . import planner, planner_einsum, recipe
 from ._record import Record
-from .backends import _BY_TYPE, backend_for, compile_plan, watch_for_dynamo
+from .backends import _BY_TYPE, backend_for, compile_plan, compile_steps, watch_for_dynamo
 from .backends.contract import IndexEnv
 from .errors import RearrError
 from .plan import AdvancedIndex, GatherAlong, Reshape, ScatterAlong
@@ -100,22 +100,27 @@ _INDEXED = _indexed.table
 
 def _plan_indexed(
     op: str, text: str, reduction: object, backend: Any, shape: tuple, keywords: tuple, into_shape: tuple | None
-) -> tuple[tuple, Callable, frozenset[str]]:
+) -> tuple[tuple, Callable, frozenset[str], Callable]:
     """Plan a call with index brackets; ``keywords`` holds lengths and the index tensors' shapes. The
-    index uses, the plan as one function, and the indexes whose native calls check them."""
+    index uses, the plan as one function, the indexes whose native calls check them, and the plan's
+    function without its dtype check (for _DIRECT, whose key holds a dtype that passed it)."""
     names = index_names(text)
     lengths = tuple((n, v) for n, v in keywords if n not in names)
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
     r = _analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
     p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
-    return p.indices, _one_function(compile_plan(p.steps, backend)), _natively_checked(p, backend)
+    calls, check = compile_steps(p.steps, backend)
+    run = _one_function(calls if check is None else (check, *calls))
+    return p.indices, run, _natively_checked(p, backend), _one_function(calls)
 
 
 def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
-    """The indexes that only the backend's NATIVE_CHECKS steps read, each term the whole coordinate of
-    one axis of its own length: the native call refuses a bad value there, so rearr need not look at
-    the values first. Not under 'set', whose duplicate check must see the values counted from the end."""
+    """The indexes that only the backend's NATIVE_CHECKS steps (or those checks_step_natively names)
+    read, each term the whole coordinate of one axis of its own length: the native call refuses a bad
+    value there, so rearr need not look at the values first. Not under 'set', whose duplicate check
+    must see the values counted from the end."""
     kinds = getattr(backend, "NATIVE_CHECKS", frozenset())
+    checks_step = getattr(backend, "checks_step_natively", None)  # a lowering chosen by the step's sizes
     native, other = set(), set()
     for k, step in enumerate(p.steps):
         if isinstance(step, GatherAlong | ScatterAlong):
@@ -127,10 +132,59 @@ def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
             other.update(t.index for t in getattr(step, "terms", ()))
             continue
         for dim, term in axes.items():
-            ok = (type(step) in kinds and term.stride == 1 and dim < len(size) and size[dim] == term.length
+            by_native_call = type(step) in kinds or checks_step is not None and checks_step(step)
+            ok = (by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
                   and getattr(step, "reduction", None) != "set")
             (native if ok else other).add(term.index)
     return frozenset(native - other - {None})
+
+
+# An indexed call seen before, with plain arguments: (op, pattern, reduction, type(x), x.shape, x.dtype,
+# each keyword's (name, shape or int)) -> its plan as one function f(x, keywords), made by _direct once
+# such a call has passed the careful path (_run_indexed): the dtype check passed for that dtype, so
+# the function runs the native calls alone. Only calls with bounds checks on, fill 0 and no into=.
+_direct_runs = _Plans("_direct_runs")
+_DIRECT = _direct_runs.table
+_CAREFUL = object()  # what a function of _DIRECT returns for a call that it leaves to the careful path
+
+
+def _direct_key(kwargs: dict[str, Any]) -> tuple:
+    """The keywords' part of a _DIRECT key: an index by its shape, a length by its value (a list index
+    makes the key unhashable; a float length finds the int's entry, whose function then declines)."""
+    return tuple([(name, getattr(value, "shape", value)) for name, value in kwargs.items()])
+
+
+def _direct_call(op: str, x: Any, pattern: str, reduction: object, kwargs: dict[str, Any]) -> Any:
+    """The call's result through its function in _DIRECT, or _CAREFUL (none there, or it declined);
+    raises TypeError or AttributeError for a key that cannot be made (the caller goes the careful way)."""
+    run = _DIRECT.get((op, pattern, reduction, x.__class__, x.shape, x.dtype, _direct_key(kwargs)))
+    return _CAREFUL if run is None else run(x, kwargs)
+
+
+def _direct(uses: tuple, steps: Callable, natively_checked: frozenset, backend: Any, pattern: str) -> Callable:
+    """An indexed plan as one function f(x, keywords) for the common call: every index a tensor that
+    needs no conversion (backend.ready_index), every length an int. The indexes that the native calls
+    check (see _natively_checked) are passed as they are; the others go through check_index. Anything
+    else, or any failure, returns _CAREFUL: _run_indexed then does the call again and says why."""
+    ready, check_index = backend.ready_index, backend.check_index
+    index_names = {u.name for u in uses}
+    checked = tuple(u for u in uses if u.name not in natively_checked)
+
+    def call(x: Any, kwargs: dict[str, Any]) -> Any:
+        for name, value in kwargs.items():
+            if not (ready(value, x) if name in index_names else value.__class__ is int):
+                return _CAREFUL
+        indices = kwargs  # the steps read only the index names (IndexEnv keeps them apart from text/fill/into)
+        try:
+            if checked:
+                indices = dict(kwargs)
+                for use in checked:
+                    indices[use.name] = check_index(indices[use.name], use, pattern)
+            return steps(x, IndexEnv(pattern, indices, 0, None))
+        except Exception:  # a bad value (refused by the native call or by check_index), or another failure
+            return _CAREFUL
+
+    return call
 
 
 @lru_cache(maxsize=1024)
@@ -139,7 +193,7 @@ def index_names(text: str) -> frozenset[str]:
     return frozenset(s.name for s in recipe.index_specs(recipe.parse(text)))
 
 
-_CACHES = (recipe.analyze, _compiled, _indexed, index_names)
+_CACHES = (recipe.analyze, _compiled, _indexed, _direct_runs, index_names)
 
 # A key that cannot be hashed skips the tables: torch.compile's symbolic shapes and lengths
 # (torch.SymInt, dynamic shapes: each is planned once per compile) and an unhashable reduce
@@ -220,7 +274,7 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
     if into is not None:
         _check_into(into, x, backend)
         into_shape = tuple(into.shape)
-    uses, run, natively_checked = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
+    uses, run, natively_checked, steps = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
     indices: dict[str, Any] = {}
     left_to_native = False
     for use in uses:
@@ -234,20 +288,28 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
     env = IndexEnv(pattern, indices, fill, into)
     if left_to_native:
         try:
-            return run(x, env)
+            out = run(x, env)
         except Exception:  # a value the native call refused (or another failure): again with rearr's checks,
-            pass  # which count negative values from the end and name a bad value with RA501
-        return _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, True, native=False)
-    if check_bounds:
-        return run(x, env)
-    try:
-        return run(x, env)
-    except (IndexError, RuntimeError) as e:
-        if not _index_fault(e):
-            raise
-        raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
-                         hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
-                         "to find the bad one") from None
+            # which count negative values from the end and name a bad value with RA501
+            return _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, True, native=False)
+    elif check_bounds:
+        out = run(x, env)
+    else:
+        try:
+            return run(x, env)
+        except (IndexError, RuntimeError) as e:
+            if not _index_fault(e):
+                raise
+            raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
+                             hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
+                             "to find the bad one") from None
+    if into is None and native and hasattr(backend, "ready_index"):
+        try:  # the dtype check passed: the next such call finds the plan's native calls in _DIRECT
+            _direct_runs.get((op, pattern, reduction, x.__class__, x.shape, x.dtype, _direct_key(kwargs)),
+                             _direct, uses, steps, natively_checked, backend, pattern)
+        except TypeError:  # unhashable: see _CACHES
+            pass
+    return out
 
 
 def _index_fault(e: Exception) -> bool:
@@ -334,6 +396,10 @@ def rearrange(
             run = _RUNS.get(("rearrange", pattern, None, tensor.__class__, tensor.shape, lengths))
             if run is not None:
                 return run(tensor, None)
+        elif check_bounds is True:  # an index tensor: see _DIRECT
+            out = _direct_call("rearrange", tensor, pattern, None, axes_lengths)
+            if out is not _CAREFUL:
+                return out
     except Exception:  # not hashable, or the call failed: _run plans it, or raises the error that says why
         pass
     return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
@@ -389,6 +455,13 @@ def scatter(
     result starts from a copy of ``into`` whose values take part in the reduction
     (torch's include_self=True) and ``fill`` is not used. No input is modified.
     """
+    if fill is None and into is None and check_bounds is True:  # a call seen before: see _DIRECT
+        try:
+            out = _direct_call("scatter", src, pattern, reduction, lengths_and_indices)
+            if out is not _CAREFUL:
+                return out
+        except Exception:  # not hashable, or not a tensor: the careful path below
+            pass
     try:
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",

@@ -28,8 +28,10 @@ def rows_lowering(monkeypatch):
     """The row lowering (index_add_ / ufunc.at on a (rows, width) view) even for tiny tensors."""
     monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
     yield
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
 
 
 @backends
@@ -175,9 +177,11 @@ def test_torch_indexed_ops_make_one_tensor(name, call, shape, idx_shape, lowerin
     if lowering == "rows":
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.random(shape, dtype=np.float32))
     idx = torch.from_numpy(rng.integers(0, 16, idx_shape))
     out, copies = _torch_copies(lambda: call(rearr, x, idx), x, idx)
     assert len(copies) == 1 and copies[0][2] == out.untyped_storage().nbytes(), copies
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()

@@ -297,9 +297,18 @@ def test_the_table_executes_every_step_kind_on_every_backend(backend):
     assert set(backends.code_templates(backend)) == set(STEP_KINDS)
 
 
-def test_numpy_scatter_along_an_axis_prints_the_precomputed_offsets():
-    """The backend adds the index to offsets computed once per plan (no np.ravel_multi_index)."""
+def test_numpy_small_scatter_sum_prints_add_at_with_one_index_array_per_axis():
+    """A small 'sum' is np.add.at on the output with aranges for the other axes (numpy checks the values)."""
     e = explain("k b c -> b n[idx] c", (4, 2, 3), op="scatter", reduction="sum", backend="numpy", n=5,
+                idx=(4, 2, 3))
+    assert ("np.add.at(out, (np.arange(2).reshape(2, 1, 1), idx.transpose((1, 0, 2)), "
+            "np.arange(3).reshape(1, 1, 3)), x)") in e.code
+
+
+def test_numpy_scatter_along_an_axis_prints_the_precomputed_offsets():
+    """The backend adds the index to offsets computed once per plan (no np.ravel_multi_index);
+    'mean' (a 'sum' this small is np.add.at on one index array per axis: see the test above)."""
+    e = explain("k b c -> b n[idx] c", (4, 2, 3), op="scatter", reduction="mean", backend="numpy", n=5,
                 idx=(4, 2, 3))
     assert any(isinstance(s, ScatterAlong) for s in e.plan.steps)
     code = "\n".join(e.code)

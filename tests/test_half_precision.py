@@ -52,8 +52,10 @@ def lowering(request, monkeypatch):
     if request.param == "rows":
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
     yield request.param
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
 
 
 def _index(backend: str, idx: np.ndarray):

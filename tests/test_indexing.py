@@ -306,18 +306,24 @@ def test_gradients_through_scatter_to_src_and_into(reduction, pattern, idx):
     assert torch.autograd.gradcheck(lambda s, t: rearr.scatter(s, pattern, reduction, idx=idx, into=t), (src, into))
 
 
-@pytest.fixture(params=["small", "rows"])
+@pytest.fixture(params=["small", "rows", "flat"])
 def strategy(request, monkeypatch):
-    """Run a test with the default lowering for small tensors, and with the row lowering forced."""
+    """Run a test with the default lowering for small tensors, with the row lowering forced, and with
+    numpy's scatter along an axis on flat positions (its lowering above _SMALL_SCATTER elements)."""
     from rearr import api, planner
+    from rearr.backends import numpy as numpy_backend
 
     if request.param == "rows":
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
+    if request.param == "flat":
+        monkeypatch.setattr(numpy_backend, "_SMALL_SCATTER", 0)
     api._compiled.cache_clear()
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
     yield request.param
     api._compiled.cache_clear()
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
 
 
 @backends
@@ -472,6 +478,7 @@ def test_a_bad_row_is_refused_before_it_reaches_the_neighbouring_batch(backend, 
 
     monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
     api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
     try:
         x = to_backend(np.arange(32.0).reshape(2, 8, 2), backend)
         idx = np.array([[0, 8], [1, 2]])
@@ -479,3 +486,4 @@ def test_a_bad_row_is_refused_before_it_reaches_the_neighbouring_batch(backend, 
             rearr.rearrange(x, "b n[idx: b k] c -> b k c", idx=to_backend(idx, backend))
     finally:
         api._indexed.cache_clear()
+        api._direct_runs.cache_clear()

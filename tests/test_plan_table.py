@@ -90,3 +90,99 @@ def test_a_torch_tensor_does_not_load_numpy_ma():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120,
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
+
+
+# --- indexed calls seen before (rearr.api._DIRECT): each case runs once to fill the table, then again ---
+
+LIBS = [pytest.param(np.asarray, id="numpy"), pytest.param(torch.as_tensor, id="torch")]
+
+
+def _seen_before(call):
+    """call() twice: the first fills api._DIRECT, the second must find its entry there."""
+    first = call()
+    size = len(api._DIRECT)
+    second = call()
+    assert len(api._DIRECT) == size and size > 0
+    return first, second
+
+
+def _ones_added(idx: list) -> np.ndarray:
+    """What scatter(ones (2, 3), "b k -> b n[idx]", "sum", n=8) gives, by np.add.at."""
+    want = np.zeros((2, 8))
+    np.add.at(want, (np.arange(2)[:, None], np.array(idx)), 1.0)
+    return want
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_a_gather_seen_before_still_refuses_a_bad_value_with_ra501(lib):
+    x = lib(np.arange(16.0).reshape(2, 8))
+    good, bad = lib(np.array([[0, 1, 7], [2, 3, 4]])), lib(np.array([[0, 1, 7], [2, 8, 4]]))
+    _seen_before(lambda: rearr.rearrange(x, "b n[idx] -> b k", idx=good))
+    with pytest.raises(RearrError, match="RA501") as info:
+        rearr.rearrange(x, "b n[idx] -> b k", idx=bad)
+    assert "idx" in str(info.value) and "8" in str(info.value)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_a_scatter_seen_before_still_refuses_a_bad_value_with_ra501(lib):
+    src = lib(np.ones((2, 3)))
+    good, bad = lib(np.array([[0, 1, 7], [2, 3, 4]])), lib(np.array([[0, 1, 7], [2, 9, 4]]))
+    _seen_before(lambda: rearr.scatter(src, "b k -> b n[idx]", "sum", idx=good, n=8))
+    with pytest.raises(RearrError, match="RA501") as info:
+        rearr.scatter(src, "b k -> b n[idx]", "sum", idx=bad, n=8)
+    assert "idx" in str(info.value) and "9" in str(info.value)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_a_scatter_set_seen_before_still_refuses_duplicates(lib):
+    src = lib(np.ones((2, 3)))
+    _seen_before(lambda: rearr.scatter(src, "b k -> b n[idx]", "set", idx=lib(np.array([[0, 1, 2], [3, 4, 5]])), n=8))
+    with pytest.raises(RearrError, match="RA50"):
+        rearr.scatter(src, "b k -> b n[idx]", "set", idx=lib(np.array([[0, 1, -8], [3, 4, 5]])), n=8)
+
+
+def test_a_uint64_index_seen_after_an_int64_one_is_still_checked():
+    x = torch.arange(16.0).reshape(2, 8)
+    _seen_before(lambda: rearr.rearrange(x, "b n[idx] -> b k", idx=torch.tensor([[0, 1, 2], [3, 4, 5]])))
+    big = torch.tensor([[0, 1, 2], [3, 4, 2**63]], dtype=torch.uint64)
+    with pytest.raises(RearrError, match="RA501"):
+        rearr.rearrange(x, "b n[idx] -> b k", idx=big)
+
+
+def test_a_float_length_does_not_find_the_int_lengths_indexed_entry():
+    src = np.ones((2, 3))
+    idx = np.array([[0, 1, 2], [3, 4, 5]])
+    _seen_before(lambda: rearr.scatter(src, "b k -> b n[idx]", "sum", idx=idx, n=8))
+    with pytest.raises(RearrError, match="RA305"):
+        rearr.scatter(src, "b k -> b n[idx]", "sum", idx=idx, n=8.0)
+
+
+def test_a_list_index_and_a_fill_after_a_call_seen_before():
+    src = np.ones((2, 3))
+    idx = np.array([[0, 1, 2], [3, 4, 5]])
+    _seen_before(lambda: rearr.scatter(src, "b k -> b n[idx]", "sum", idx=idx, n=8))
+    out = rearr.scatter(src, "b k -> b n[idx]", "sum", idx=idx.tolist(), n=8, fill=-1.0)
+    assert out[0, 7] == -1.0 and out[0, 0] == 1.0
+
+
+def test_a_dtype_refused_after_a_call_seen_before_is_still_refused():
+    idx = np.array([[0, 1, 2], [3, 4, 5]])
+    _seen_before(lambda: rearr.scatter(np.ones((2, 3)), "b k -> b n[idx]", "mean", idx=idx, n=8))
+    for _ in range(2):  # the same class and shape, a dtype whose mean is refused: it never enters the table
+        with pytest.raises(RearrError, match="RA400"):
+            rearr.scatter(np.ones((2, 3), dtype=bool), "b k -> b n[idx]", "mean", idx=idx, n=8)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize(("name", "idx", "resolved"), [
+    ("idx", [[-1, 0, -8], [1, -2, 3]], [[7, 0, 0], [1, 6, 3]]),  # negative values count from the end
+    ("text", [[0, 1, 7], [2, 3, 4]], [[0, 1, 7], [2, 3, 4]]),  # an index named like the call's own values
+])
+def test_gather_and_scatter_seen_before(lib, name, idx, resolved):
+    x, index = lib(np.arange(16.0).reshape(2, 8)), lib(np.array(idx))
+    want = np.take_along_axis(np.arange(16.0).reshape(2, 8), np.array(resolved), 1)
+    for out in _seen_before(lambda: rearr.rearrange(x, f"b n[{name}] -> b k", **{name: index})):
+        np.testing.assert_array_equal(np.asarray(out), want)
+    src = lib(np.ones((2, 3)))
+    for out in _seen_before(lambda: rearr.scatter(src, f"b k -> b n[{name}]", "sum", n=8, **{name: index})):
+        np.testing.assert_array_equal(np.asarray(out), _ones_added(resolved))

@@ -115,12 +115,16 @@ def watch_for_dynamo() -> None:
 
 def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
     """Each step as the backend's native call(s), ready to run, after the plan's dtype check if it needs one."""
+    calls, check = compile_steps(steps, backend)
+    return calls if check is None else (check, *calls)
+
+
+def compile_steps(steps: tuple, backend: ModuleType) -> tuple[tuple[Callable, ...], Callable | None]:
+    """Each step as the backend's native call(s), and apart, the plan's dtype check (policy.prelude) or None."""
     from .. import policy  # here, once per new plan: `import rearr` does not load it
 
     table = backend.STEPS
-    calls = tuple(table[type(step)](step) for step in steps)
-    check = policy.prelude(steps, backend)
-    return calls if check is None else (check, *calls)
+    return tuple(table[type(step)](step) for step in steps), policy.prelude(steps, backend)
 
 
 def _by_name() -> dict[str, str]:

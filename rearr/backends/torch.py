@@ -35,7 +35,7 @@ name = "torch"
 
 def load() -> None:
     """Bind torch and what is made of it (the registry calls this once torch is imported)."""
-    global torch, TENSOR, _INT_DTYPES, _KINDS, _VF, _has_torch_function, _ops
+    global torch, TENSOR, _INT64, _INT_DTYPES, _KINDS, _VF, _has_torch_function, _ops
     global _tracing_state, _aminmax, _functorch_wrapped
     import torch
     from torch import _VF
@@ -48,6 +48,7 @@ def load() -> None:
     _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batched tensors
 
     TENSOR = torch.Tensor
+    _INT64 = torch.int64
     _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32,
                    torch.uint64)
     _KINDS = {torch.bool: "bool", torch.uint8: "uint",
@@ -228,6 +229,13 @@ def checks_natively(t: torch.Tensor) -> bool:
     return t.__class__ is TENSOR and t.is_cpu and _tracing_state() is None
 
 
+def ready_index(t: object, like: torch.Tensor) -> bool:
+    """Whether t is an index that convert_index returns as it is and the native calls may check
+    (checks_natively), in one call: rearr.api's path for a call seen before."""
+    return (t.__class__ is TENSOR and t.dtype is _INT64 and t.is_cpu and like.is_cpu
+            and _tracing_state() is None)
+
+
 def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> torch.Tensor:
     if type(value) is torch.Tensor and value.dtype is torch.int64 and (
         value.is_cpu and like.is_cpu or value.device == like.device  # is_cpu: no device objects made
@@ -271,6 +279,11 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     return torch.where(t < 0, t + n, t) if lo < 0 else t
 
 
+def _bare(c: IndexTerm) -> bool:
+    """Whether the term is its index tensor as passed: no permute, no view, stride 1."""
+    return c.index is not None and _common.identity_perm(c.perm) and c.permuted == c.shape and c.stride == 1
+
+
 def _term(c: IndexTerm):
     """A function (env, x) -> this coordinate's tensor, with only the calls it needs."""
     shape, stride = c.shape, c.stride
@@ -282,7 +295,7 @@ def _term(c: IndexTerm):
     name, perm = c.index, c.perm
     permute = not _common.identity_perm(perm)
     view = c.permuted != shape
-    if not permute and not view and stride == 1:
+    if _bare(c):
         return lambda env, x: env.indices[name]
 
     def term(env, x):
@@ -338,6 +351,9 @@ def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
 def gatheralong(step: GatherAlong):
     dim, shape = step.dim, step.shape
     term = _term(step.term)
+    if step.term.shape == shape and _bare(step.term):  # the common tiny gather: no call to term
+        name = step.term.index
+        return lambda x, env: torch.gather(x, dim, env.indices[name])
     if step.term.shape == shape:
         return lambda x, env: torch.gather(x, dim, term(env, x))
     return lambda x, env: torch.gather(x, dim, term(env, x).expand(*shape))
