@@ -6,14 +6,16 @@ import numbers
 from _thread import allocate_lock  # threading's lock without importing threading (0.5 ms of `import rearr`)
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import planner, planner_einsum, recipe
+from . import planner, recipe
 from ._record import Record
 from .backends import _BY_TYPE, backend_for, compile_plan, compile_steps, watch_for_dynamo
-from .backends.contract import IndexEnv
 from .errors import RearrError
-from .plan import AdvancedIndex, GatherAlong, Reshape, ScatterAlong
+from .plan import AdvancedIndex, GatherAlong, IndexEnv, Reshape, ScatterAlong
+
+if TYPE_CHECKING:
+    from .planner_einsum import EinsumPlan
 
 Tensor = TypeVar("Tensor")
 
@@ -623,14 +625,18 @@ def _einsum_lengths(pattern: str, axes_lengths: dict[str, Any]) -> dict[str, int
     return {name: recipe.check_length_value(r, name, value) for name, value in axes_lengths.items()}
 
 
-def _einsum_planned(pattern: str, shapes: tuple, lengths: tuple) -> planner_einsum.EinsumPlan:
+def _einsum_planned(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
     try:
         return _einsum_plan(pattern, shapes, lengths)
     except TypeError:  # symbolic shapes under torch.compile cannot be hashed: planned without the cache
-        return planner_einsum.plan(pattern, shapes, lengths)
+        return _einsum_plan.__wrapped__(pattern, shapes, lengths)
 
 
-_einsum_plan = lru_cache(maxsize=1024)(planner_einsum.plan)  # (pattern, shapes, lengths) -> EinsumPlan
+@lru_cache(maxsize=1024)
+def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
+    from . import planner_einsum  # here: 0.6 ms of `import rearr` that only einsum needs
+
+    return planner_einsum.plan(pattern, shapes, lengths)
 
 
 def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[int, ...]]]:

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ..errors import RearrError
-from . import contract
 
 # (framework module that must already be imported, rearr backend module)
 _SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch"),
@@ -47,6 +46,8 @@ def _load(module: str) -> ModuleType:
     if module not in _CHECKED:
         if hasattr(backend, "load"):  # a backend that binds its framework late (to serve explain without it)
             backend.load()
+        from . import contract  # here: its Protocol class costs import time that only loading a backend needs
+
         contract.check(backend)
         _CHECKED.add(module)
     return backend

@@ -20,26 +20,10 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from ..errors import RearrError
-from ..plan import STEP_KINDS, IndexUse
+from ..plan import STEP_KINDS, IndexEnv, IndexUse  # noqa: F401 (IndexEnv: the backends read it from here)
 
 StepCall = Callable[[Any, Any], Any]  # (x, env: IndexEnv | None) -> x
 StepFactory = Callable[[Any], StepCall]  # step -> its call, made once per plan and cached
-
-
-class IndexEnv:
-    """What the steps of an indexed call read besides x: the index tensors by name, and the call's values.
-
-    The index tensors sit in their own dict, so that an index may be named
-    text, fill or into without taking the place of the call's own values.
-    """
-
-    __slots__ = ("fill", "indices", "into", "text")
-
-    def __init__(self, text: str, indices: dict[str, Any], fill: object = 0, into: Any = None) -> None:
-        self.text = text  # the pattern, for the errors that the steps raise
-        self.indices = indices  # index name -> its converted, checked tensor
-        self.fill = fill  # scatter: the value of positions that nothing writes
-        self.into = into  # scatter: the tensor the result starts from, or None
 
 
 class Backend(Protocol):
