@@ -47,12 +47,18 @@ def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text
     return idx.remainder(n) if n else idx.clone()
 
 
-def _check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
-    """The duplicate check of 'set': no two values of idx along dim are equal. Returns a copy of idx."""
+def refuse_duplicates(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
+    """The duplicate check of 'set', on real values: no two values of idx along dim are equal. The torch
+    backend runs it eagerly, and the op rearr::check_unique at run time of a traced graph."""
     if idx.shape[dim] > 1 and idx.device.type != "meta":
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
             raise _common.duplicate_under_set(name, text)
+
+
+def _check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+    """rearr::check_unique's kernel: the check, then a copy of idx (an op may not return its input)."""
+    refuse_duplicates(idx, dim, name, text)
     return idx.clone()
 
 

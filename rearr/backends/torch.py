@@ -384,18 +384,6 @@ def _contiguous(fn):
     return lambda env, x: fn(env, x).contiguous()
 
 
-def _check_unique(flat: torch.Tensor, name: str, text: str) -> torch.Tensor:
-    """The duplicate check of 'set' on a flat index; returns the index to use (traced: the op's output)."""
-    if _ops.traced(flat) or _functorch_wrapped(flat):
-        return _ops.check_unique(flat, 0, name, text)
-    if flat.numel() > 1 and flat.device.type != "meta":
-        s = flat.sort().values
-        dup = (s[1:] == s[:-1]).nonzero()
-        if dup.numel():
-            raise _common.duplicate_under_set(name, text)
-    return flat
-
-
 def scatterrows(step: ScatterRows):
     reduction, rows = step.reduction, step.rows
     into_calls = _compile(step.into, sys.modules[__name__])
@@ -409,7 +397,7 @@ def scatterrows(step: ScatterRows):
         fill = env.fill
         width = x.shape[1]
         if reduction == "set":
-            flat = _check_unique(flat, names, env.text)
+            flat = _check_unique_along(flat, 0, names, env.text)
             if base is None:  # fresh tensors are written in place: no second copy
                 return x.new_full((rows, width), fill).index_copy_(0, flat, x)
             return base.index_copy(0, flat, x)
@@ -485,12 +473,10 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+    """The duplicate check of 'set' along dim; returns the index to use (traced: the op's output)."""
     if _ops.traced(idx) or _functorch_wrapped(idx):
         return _ops.check_unique(idx, dim, name, text)
-    if idx.shape[dim] > 1 and idx.device.type != "meta":
-        s = idx.sort(dim).values
-        if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
-            raise _common.duplicate_under_set(name, text)
+    _ops.refuse_duplicates(idx, dim, name, text)
     return idx
 
 
