@@ -195,8 +195,7 @@ def index_names(text: str) -> frozenset[str]:
     return frozenset(s.name for s in recipe.index_specs(recipe.parse(text)))
 
 
-_CACHES = (recipe.analyze, _compiled, _indexed, _direct_runs, index_names)
-
+# _CACHES (at the end of this module) lists every plan table and cache.
 # A key that cannot be hashed skips the tables: torch.compile's symbolic shapes and lengths
 # (torch.SymInt, dynamic shapes: each is planned once per compile) and an unhashable reduce
 # callable. _plan and _plan_indexed plan it: nothing differs but the look-up.
@@ -335,11 +334,13 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
             break  # a list index, a numpy int length, a bad value: the careful path below
     else:
         try:
-            found = _INDEXED.get((op, pattern, reduction, backend, x.shape, tuple(key), into_shape))
+            keywords = tuple(key)
+            full_key = (op, pattern, reduction, backend, x.shape, keywords, into_shape)
+            found = _INDEXED.get(full_key)
             if found is not None:  # the common call: one look-up
                 return found
-            return _indexed.get((op, pattern, reduction, backend, x.shape, tuple(key), into_shape),
-                                _plan_indexed, op, pattern, reduction, backend, x.shape, tuple(key), into_shape)
+            return _indexed.get(full_key, _plan_indexed, op, pattern, reduction, backend, x.shape, keywords,
+                                into_shape)
         except TypeError:  # unhashable, or an int where an index belongs: the careful path converts it
             pass
     names = index_names(pattern)
@@ -535,9 +536,9 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
 
 # (pattern, each operand's class and shape, lengths) -> (backend's einsum, EinsumPlan): the two-operand call's
 # one look-up, a flat key that hashes faster than _einsum_plan's. Filled from _einsum_plan (the bounded LRU
-# that planning goes through), and emptied when full: a miss costs one _einsum_plan look-up.
-_EINSUM_CALLS: dict[tuple, tuple] = {}
-_EINSUM_CALLS_MAX = 1024
+# that planning goes through); a _Plans table, so bounded and thread-safe like the other calls' tables.
+_einsum_calls = _Plans("_einsum_calls")
+_EINSUM_CALLS = _einsum_calls.table
 
 
 def _einsum_planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any]) -> Any:
@@ -554,9 +555,7 @@ def _einsum_planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any
                 if len(tensors) == 2:
                     key = (pattern, tensors[0].__class__, shapes[0], tensors[1].__class__, shapes[1], lengths)
                     try:
-                        if len(_EINSUM_CALLS) >= _EINSUM_CALLS_MAX:
-                            _EINSUM_CALLS.clear()
-                        _EINSUM_CALLS[key] = (backend.einsum, *plan)
+                        _einsum_calls.add(key, (backend.einsum, *plan))
                     except TypeError:  # symbolic shapes: not remembered, planned on each call (one per trace)
                         pass
                 return _einsum_run(backend, *plan, tensors)
@@ -565,7 +564,7 @@ def _einsum_planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any
 
 def _einsum_cache_clear() -> None:
     """Forget every einsum plan (tests count the planning)."""
-    _EINSUM_CALLS.clear()
+    _einsum_calls.cache_clear()
     _einsum_plan.cache_clear()
 
 
@@ -745,17 +744,15 @@ def _is_length(n: object) -> bool:
 def _reshape(backend: Any, t: Any, shape: tuple[int, ...]) -> Any:
     """Through the backend's reshape step: Array API arrays have no .reshape method."""
     # A torch.SymInt stays symbolic under torch.compile: int() would specialize the graph to one length.
-    return backend.STEPS[Reshape](Reshape(tuple(_length_of(n) for n in shape)))(t, None)
+    return backend.STEPS[Reshape](Reshape(tuple(planner.length_of(n) for n in shape)))(t, None)
 
 
 def _prod(shape: Iterable[int]) -> int:
     out = 1
     for n in shape:
-        out *= _length_of(n)
+        out *= planner.length_of(n)
     return out
 
-
-_length_of = planner.length_of
 
 
 def _pack_split(pattern: str, op: str) -> tuple[int, int]:
@@ -826,4 +823,9 @@ def _parse_shape_layout(pattern: str, ndim: int) -> tuple[tuple[int, str | None,
 _parse_shape_layout._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
+# Every plan table and cache, each bounded, with cache_info() and cache_clear() (tests check the bounds).
+_CACHES = (recipe.analyze, _compiled, _indexed, _direct_runs, index_names, _einsum_calls, _einsum_plan)
+
+
 watch_for_dynamo()  # torch.compile: rearr's functions become graph nodes once torch._dynamo is loaded
+

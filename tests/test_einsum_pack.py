@@ -170,7 +170,7 @@ def test_einsum_look_up_lets_no_bad_length_through_and_stays_bounded(monkeypatch
             rearr.einsum(x, w, p, h=bad)
         assert info.value.code == "RA305"
     assert rearr.einsum(x, w, p, h=np.int64(3)).shape == (2, 3, 2, 5)
-    monkeypatch.setattr(rearr.api, "_EINSUM_CALLS_MAX", 4)
+    monkeypatch.setattr(rearr.api._einsum_calls, "maxsize", 4)
     for n in range(1, 10):
         assert rearr.einsum(np.ones((n, 3)), np.ones((3, 2)), "i j, j k -> i k").shape == (n, 2)
         assert len(rearr.api._EINSUM_CALLS) <= 4
