@@ -32,6 +32,7 @@ the smoke test that CI runs.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import statistics
@@ -53,11 +54,15 @@ torch.set_num_threads(1)
 
 
 def floor(hand):
-    """The floor: one dict look-up keyed on (pattern, type, shape, lengths and index shapes), then hand."""
+    """The floor: one dict look-up keyed on (pattern, type, shape, lengths and index shapes), then hand.
+    The key is built the cheapest way known (map reads each keyword's shape or value in C): a
+    generator over kw.items(), as before 2026-11-30, cost some 0.3 us more per call."""
     table: dict = {}
+    shape = itertools.repeat("shape")
 
     def call(x, pattern, **kw):
-        key = (pattern, type(x), x.shape, tuple((k, getattr(v, "shape", v)) for k, v in kw.items()))
+        values = kw.values()
+        key = (pattern, x.__class__, x.shape, *kw, *map(getattr, values, shape, values))
         fn = table.get(key)
         if fn is None:
             fn = table[key] = hand

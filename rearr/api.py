@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from _thread import allocate_lock  # threading's lock without importing threading (0.5 ms of `import rearr`)
 from collections.abc import Callable, Iterable, Sequence
@@ -150,31 +151,36 @@ _DIRECT = _direct_runs.table
 _CAREFUL = object()  # what a function of _DIRECT returns for a call that it leaves to the careful path
 
 
-def _direct_key(kwargs: dict[str, Any]) -> tuple:
-    """The keywords' part of a _DIRECT key: an index by its shape, a length by its value (a list index
-    makes the key unhashable; a float length finds the int's entry, whose function then declines)."""
-    return tuple([(name, getattr(value, "shape", value)) for name, value in kwargs.items()])
+_SHAPE = itertools.repeat("shape")  # map(getattr, values, _SHAPE, values): each value's shape, or the value itself
 
 
-def _direct_call(op: str, x: Any, pattern: str, reduction: object, kwargs: dict[str, Any]) -> Any:
-    """The call's result through its function in _DIRECT, or _CAREFUL (none there, or it declined);
-    raises TypeError or AttributeError for a key that cannot be made (the caller goes the careful way)."""
-    run = _DIRECT.get((op, pattern, reduction, x.__class__, x.shape, x.dtype, _direct_key(kwargs)))
-    return _CAREFUL if run is None else run(x, kwargs)
+def _direct_key(op: str, x: Any, pattern: str, reduction: object, kwargs: dict[str, Any]) -> tuple:
+    """A _DIRECT key: the call, x's class, shape and dtype, the keyword names, then each keyword's shape
+    (an index) or value (a length), read in C by map. A list index makes the key unhashable; a float
+    length finds the int's entry, whose function then declines."""
+    values = kwargs.values()
+    return (op, pattern, reduction, x.__class__, x.shape, x.dtype, *kwargs, *map(getattr, values, _SHAPE, values))
 
 
-def _direct(uses: tuple, steps: Callable, natively_checked: frozenset, backend: Any, pattern: str) -> Callable:
+def _direct(
+    uses: tuple, steps: Callable, natively_checked: frozenset, backend: Any, pattern: str, names: tuple[str, ...]
+) -> Callable:
     """An indexed plan as one function f(x, keywords) for the common call: every index a tensor that
     needs no conversion (backend.ready_index), every length an int. The indexes that the native calls
     check (see _natively_checked) are passed as they are; the others go through check_index. Anything
-    else, or any failure, returns _CAREFUL: _run_indexed then does the call again and says why."""
+    else, or any failure, returns _CAREFUL: _run_indexed then does the call again and says why.
+    ``names`` are the call's keywords, which the _DIRECT key fixes."""
     ready, check_index = backend.ready_index, backend.check_index
-    index_names = {u.name for u in uses}
+    index_names = tuple(u.name for u in uses)
+    length_names = tuple(name for name in names if name not in index_names)
     checked = tuple(u for u in uses if u.name not in natively_checked)
 
     def call(x: Any, kwargs: dict[str, Any]) -> Any:
-        for name, value in kwargs.items():
-            if not (ready(value, x) if name in index_names else value.__class__ is int):
+        for name in index_names:
+            if not ready(kwargs[name], x):
+                return _CAREFUL
+        for name in length_names:
+            if kwargs[name].__class__ is not int:
                 return _CAREFUL
         indices = kwargs  # the steps read only the index names (IndexEnv keeps them apart from text/fill/into)
         try:
@@ -306,8 +312,8 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
                              "to find the bad one") from None
     if into is None and native and hasattr(backend, "ready_index"):
         try:  # the dtype check passed: the next such call finds the plan's native calls in _DIRECT
-            _direct_runs.get((op, pattern, reduction, x.__class__, x.shape, x.dtype, _direct_key(kwargs)),
-                             _direct, uses, steps, natively_checked, backend, pattern)
+            _direct_runs.get(_direct_key(op, x, pattern, reduction, kwargs),
+                             _direct, uses, steps, natively_checked, backend, pattern, tuple(kwargs))
         except TypeError:  # unhashable: see _CACHES
             pass
     return out
@@ -400,9 +406,11 @@ def rearrange(
             if run is not None:
                 return run(tensor, None)
         elif check_bounds is True:  # an index tensor: see _DIRECT
-            out = _direct_call("rearrange", tensor, pattern, None, axes_lengths)
-            if out is not _CAREFUL:
-                return out
+            run = _DIRECT.get(_direct_key("rearrange", tensor, pattern, None, axes_lengths))
+            if run is not None:
+                out = run(tensor, axes_lengths)
+                if out is not _CAREFUL:  # else it declined: _run says why
+                    return out
     except Exception:  # not hashable, or the call failed: _run plans it, or raises the error that says why
         pass
     return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
@@ -460,9 +468,11 @@ def scatter(
     """
     if fill is None and into is None and check_bounds is True:  # a call seen before: see _DIRECT
         try:
-            out = _direct_call("scatter", src, pattern, reduction, lengths_and_indices)
-            if out is not _CAREFUL:
-                return out
+            run = _DIRECT.get(_direct_key("scatter", src, pattern, reduction, lengths_and_indices))
+            if run is not None:
+                out = run(src, lengths_and_indices)
+                if out is not _CAREFUL:  # else it declined: the careful path says why
+                    return out
         except Exception:  # not hashable, or not a tensor: the careful path below
             pass
     try:

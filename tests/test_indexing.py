@@ -487,3 +487,61 @@ def test_a_bad_row_is_refused_before_it_reaches_the_neighbouring_batch(backend, 
     finally:
         api._indexed.cache_clear()
         api._direct_runs.cache_clear()
+
+
+# --- torch's small 'sum' scatter: one zero tensor per plan and dtype, copied by scatter_add (issue 9) ----------
+
+
+def _scatter_sum(src, idx):
+    return rearr.scatter(src, "b k -> b n[idx]", "sum", idx=idx, n=8)
+
+
+def _scatter_sum_by_hand(src, idx):
+    return torch.zeros(src.shape[0], 8, dtype=src.dtype).scatter_add_(1, idx, src)
+
+
+def test_the_shared_zeros_of_a_small_scatter_stay_zeros_and_results_stay_apart():
+    idx = torch.tensor([[0, 0, 7], [1, 2, 2]])
+    src = torch.arange(1.0, 7.0).reshape(2, 3)
+    first = _scatter_sum(src, idx)
+    second = _scatter_sum(src, idx)  # from rearr's table of calls seen before
+    assert first.data_ptr() != second.data_ptr()
+    first += 100  # the caller owns its result: the next call starts from zeros again
+    second[0, 5] = -1
+    torch.testing.assert_close(_scatter_sum(src, idx), _scatter_sum_by_hand(src, idx), rtol=0, atol=0)
+    torch.testing.assert_close(_scatter_sum(src * 0, idx), torch.zeros(2, 8), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int8,
+                                   torch.complex64])
+def test_the_small_scatter_keeps_one_zero_tensor_per_dtype(dtype):
+    idx = torch.tensor([[0, 0, 7], [1, 2, 2]])
+    src = torch.arange(1, 7).reshape(2, 3)
+    for kind in (torch.float32, dtype, torch.float32, dtype):  # one plan, the dtypes alternating
+        s = src.to(kind)
+        got = _scatter_sum(s, idx)
+        assert got.dtype == kind
+        torch.testing.assert_close(got, _scatter_sum_by_hand(s, idx), rtol=0, atol=0)
+
+
+def test_the_small_scatter_made_under_inference_mode_still_gives_gradients():
+    idx = torch.tensor([[0, 0, 7], [1, 2, 2]])
+    with torch.inference_mode():  # the first call, which makes the zeros, runs here
+        _scatter_sum(torch.ones(2, 3, dtype=torch.float64), idx)
+        _scatter_sum(torch.ones(2, 3, dtype=torch.float64), idx)
+    src = torch.rand(2, 3, dtype=torch.float64, requires_grad=True)
+    out = _scatter_sum(src, idx)
+    assert out.requires_grad and not out.is_inference()
+    (out * torch.arange(16.0, dtype=torch.float64).reshape(2, 8)).sum().backward()
+    torch.testing.assert_close(src.grad, torch.tensor([[0.0, 0, 7], [9, 10, 10]], dtype=torch.float64))
+    assert torch.autograd.gradcheck(lambda s: _scatter_sum(s, idx), (src,))
+
+
+def test_the_small_scatter_under_vmap_and_no_grad():
+    idx = torch.tensor([[0, 0, 7], [1, 2, 2]])
+    src = torch.rand(4, 2, 3)
+    _scatter_sum(src[0], idx)  # cached: the next calls take the fast path where it applies
+    want = torch.stack([_scatter_sum_by_hand(s, idx) for s in src])
+    torch.testing.assert_close(torch.func.vmap(lambda s: _scatter_sum(s, idx))(src), want)
+    with torch.no_grad():
+        torch.testing.assert_close(_scatter_sum(src[1], idx), want[1])

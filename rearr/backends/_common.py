@@ -63,6 +63,12 @@ def identity_perm(perm: tuple[int, ...]) -> bool:
     return perm == tuple(range(len(perm)))
 
 
+def index_as_passed(c: IndexTerm) -> bool:
+    """Whether the term is its index tensor as passed (no permute, no view, stride 1): its shape is
+    in the plan's key, so a step may read it without a reshape."""
+    return c.index is not None and identity_perm(c.perm) and c.permuted == c.shape and c.stride == 1
+
+
 def term_layout(c: IndexTerm) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """The permutation (None when identity) and view shape of one coordinate."""
     return (None if identity_perm(c.perm) else c.perm), c.shape

@@ -37,7 +37,7 @@ name = "numpy"
 
 def load() -> None:
     """Bind numpy and what is made of it (the registry calls this once numpy is imported)."""
-    global np, TENSOR, _UFUNC, _c_einsum, _INTP
+    global np, TENSOR, _UFUNC, _c_einsum, _INTP, _FLOAT32
     import numpy as np
 
     try:  # what np.einsum(optimize=False) calls, without its Python wrapper (~0.7 us a call)
@@ -47,6 +47,7 @@ def load() -> None:
 
     TENSOR = np.ndarray
     _INTP = np.dtype(np.intp)
+    _FLOAT32 = np.dtype(np.float32)
     _UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
 
@@ -250,6 +251,8 @@ def _term(c: IndexTerm):
         const.flags.writeable = False  # shared by every call
         return lambda env: const
     name = c.index
+    if _common.index_as_passed(c):
+        return lambda env: env.indices[name]
 
     def term(env: IndexEnv) -> np.ndarray:
         t = env.indices[name]
@@ -351,7 +354,7 @@ def _identity(reduction: str, dtype: np.dtype):
 def _accumulator(dtype: np.dtype) -> np.dtype:
     """The dtype a scatter accumulates in: float32 for float16, as torch does on CPU (its "opmath"
     type), so that 3000 ones sum to 3000 and not to float16's 2048 on both backends."""
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
+    return _FLOAT32 if dtype.char == "e" else dtype  # "e": float16, in either byte order
 
 
 def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, base, env: IndexEnv, names: str):
@@ -483,6 +486,10 @@ def _sum_by_axes(step: ScatterAlong):
     def run(x, env):
         idx = index(env)
         at = (*before, np.broadcast_to(idx, src_shape) if expand else idx, *after)
+        if env.into is None and env.fill == 0 and x.dtype.char != "e":  # the common call, as written by hand
+            out = np.zeros(shape, dtype=x.dtype)
+            np.add.at(out, at, x)
+            return out
         acc = _accumulator(x.dtype)
         base = _common.arranged_into(env, into_calls)
         out = np.zeros(shape, dtype=acc) if base is None else base.astype(acc)  # a copy: into= stays as it is
