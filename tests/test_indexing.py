@@ -545,3 +545,20 @@ def test_the_small_scatter_under_vmap_and_no_grad():
     torch.testing.assert_close(torch.func.vmap(lambda s: _scatter_sum(s, idx))(src), want)
     with torch.no_grad():
         torch.testing.assert_close(_scatter_sum(src[1], idx), want[1])
+
+
+def test_the_small_scatter_under_another_default_device():
+    """torch.device("meta") as a context makes factory calls without a device= land on meta: the
+    shared zeros must still be CPU tensors, made so on the first call there."""
+    from rearr import api
+
+    api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
+    idx = torch.tensor([[0, 0, 7], [1, 2, 2]])
+    src = torch.arange(1.0, 7.0, dtype=torch.float64).reshape(2, 3)
+    with torch.device("meta"):
+        got = _scatter_sum(src, idx)
+        again = _scatter_sum(src, idx)
+    assert got.device.type == "cpu" and again.device.type == "cpu"
+    torch.testing.assert_close(_scatter_sum(src, idx), _scatter_sum_by_hand(src, idx), rtol=0, atol=0)
+    torch.testing.assert_close(again, _scatter_sum_by_hand(src, idx), rtol=0, atol=0)
