@@ -415,7 +415,7 @@ def scatterrows(step: ScatterRows):
 
 
 def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into=."""
+    """run() above with fill 0 and no into= (its kept-zeros branch computes the same, one call fewer)."""
     pre, flat = _row_positions_code(step.terms, step.space, n)
     x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
     if r == "set":
@@ -477,7 +477,7 @@ def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torc
 
 
 def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into=."""
+    """run() above with fill 0 and no into= (its kept-zeros branch computes the same, one call fewer)."""
     x, dim, shape, r = n.x, step.dim, step.shape, step.reduction
     idx = _term_code(step.term, n)
     if step.term.shape != step.src_shape:
