@@ -547,13 +547,17 @@ def test_the_small_scatter_under_vmap_and_no_grad():
         torch.testing.assert_close(_scatter_sum(src[1], idx), want[1])
 
 
-def test_the_small_scatter_under_another_default_device():
-    """torch.device("meta") as a context makes factory calls without a device= land on meta: the
-    shared zeros must still be CPU tensors, made so on the first call there."""
+def _clear_index_caches():
     from rearr import api
 
     api._indexed.cache_clear()
     api._direct_runs.cache_clear()
+
+
+def test_the_small_scatter_under_another_default_device():
+    """torch.device("meta") as a context makes factory calls without a device= land on meta: the
+    shared zeros must still be CPU tensors, made so on the first call there."""
+    _clear_index_caches()
     idx = torch.tensor([[0, 0, 7], [1, 2, 2]])
     src = torch.arange(1.0, 7.0, dtype=torch.float64).reshape(2, 3)
     with torch.device("meta"):
@@ -562,3 +566,45 @@ def test_the_small_scatter_under_another_default_device():
     assert got.device.type == "cpu" and again.device.type == "cpu"
     torch.testing.assert_close(_scatter_sum(src, idx), _scatter_sum_by_hand(src, idx), rtol=0, atol=0)
     torch.testing.assert_close(again, _scatter_sum_by_hand(src, idx), rtol=0, atol=0)
+
+
+def test_kept_zeros_made_under_fake_tensor_mode_do_not_leak_into_later_eager_calls():
+    """A small 'sum' scatter of a real CPU tensor under FakeTensorMode (allow_non_fake_inputs) must
+    not leave a FakeTensor as the plan's kept zeros: later eager calls must return real values."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    _clear_index_caches()
+    idx = torch.tensor([[0, 1, 1], [2, 0, 0]])
+    x = torch.arange(6.0).reshape(2, 3)
+    want = torch.zeros(2, 4).scatter_add_(1, idx, x)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        rearr.scatter(x, "b k -> b n[idx]", "sum", idx=idx, n=4)
+    for _ in range(3):
+        got = rearr.scatter(x, "b k -> b n[idx]", "sum", idx=idx, n=4)
+        assert type(got) is torch.Tensor, type(got)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_kept_zeros_made_under_a_device_forcing_function_mode_do_not_leak_into_later_eager_calls():
+    """A TorchFunctionMode that sends every factory call to the meta device (as 'empty init' helpers
+    do, overriding device=) must not leave meta zeros behind: torch then computes meta + CPU -> meta
+    without an error, so every later eager call would silently return a meta tensor with no values."""
+    from torch.overrides import TorchFunctionMode
+
+    class AllOnMeta(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func is torch.zeros:
+                kwargs["device"] = "meta"
+            return func(*args, **kwargs)
+
+    _clear_index_caches()
+    idx = torch.tensor([[0, 1, 1], [2, 0, 0]])
+    x = torch.arange(6.0).reshape(2, 3)
+    want = torch.zeros(2, 4).scatter_add_(1, idx, x)
+    with AllOnMeta():
+        rearr.scatter(x, "b k -> b n[idx]", "sum", idx=idx, n=4)
+    for _ in range(3):
+        got = rearr.scatter(x, "b k -> b n[idx]", "sum", idx=idx, n=4)
+        assert got.device.type == "cpu", got.device
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -442,7 +442,8 @@ def scatteralong(step: ScatterAlong):
             base = zeros.get(x.dtype)
             if base is None:
                 base = _small_zeros(zeros, shape, x.dtype)
-            return base.scatter_add(dim, term(env, x), x)  # out of place: one call fewer, the zeros stay
+            if base is not None:
+                return base.scatter_add(dim, term(env, x), x)  # out of place: one call fewer, the zeros stay
         idx = term(env, x)
         if expand:
             idx = idx.expand(*src_shape)
@@ -465,14 +466,19 @@ def scatteralong(step: ScatterAlong):
 _SMALL_ZEROS = 1024
 
 
-def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
     """A small zero tensor that one plan keeps per dtype and shares by every call on eager CPU tensors:
     the out-of-place scatter_add copies it, which costs less than creating zeros and adding in place
     (about 0.6 us of a 2.5 us call). Nothing writes to it. Made outside inference_mode, so that it may
     meet tensors that need grad, and on the CPU whatever torch's default device is (torch.device as a
-    context or set_default_device); a traced or fake tensor never sees it (the caller checks)."""
+    context or set_default_device); a traced or fake tensor never sees it (the caller checks).
+    None, and nothing kept, when what torch.zeros made is not a plain CPU tensor: a mode active now
+    (FakeTensorMode, a TorchFunctionMode that sends factories to meta) must not outlive its call."""
     with torch.inference_mode(False):
-        kept[dtype] = base = torch.zeros(shape, dtype=dtype, device="cpu")
+        base = torch.zeros(shape, dtype=dtype, device="cpu")
+    if base.__class__ is not TENSOR or not base.is_cpu:
+        return None
+    kept[dtype] = base
     return base
 
 
