@@ -265,6 +265,11 @@ def plan(
     if any(not symbolic(n) and n != n for n in shape):  # NaN: a dask array whose chunk sizes are not known yet
         raise _err(recipe, "RA304", f"the input's shape {tuple(shape)} has unknown lengths", None,
                    "compute them first: x = x.compute_chunk_sizes() (dask)")
+    for name, index_shape in index_shapes:
+        if any(not symbolic(n) and n != n for n in index_shape):
+            col = next((s.col for s in recipe.gathers + recipe.scatters if s.name == name), None)
+            raise _err(recipe, "RA304", f"index {name!r} has shape {tuple(index_shape)}, with unknown lengths", col,
+                       f"compute them first: {name} = {name}.compute_chunk_sizes() (dask)")
     shape = tuple(n if symbolic(n) else int(n) for n in shape)
     ins, outs, ellipsis_axes, lens = _resolve(recipe, shape, lengths)
     gathers, scatters = _specs(recipe.gathers, ellipsis_axes), _specs(recipe.scatters, ellipsis_axes)

@@ -18,10 +18,13 @@ def bad_index_dtype(name: str, dtype: object, text: str) -> RearrError:
     )
 
 
-def beyond_int64(name: str, text: str, value: int, position: tuple[int, ...]) -> RearrError:
-    """An unsigned 64-bit index value that no axis reaches (it would wrap to a negative int64)."""
+def beyond_index_range(name: str, text: str, value: int, position: tuple[int, ...], bits: int = 64) -> RearrError:
+    """An index value that the backend's index dtype (int64; int32 for jax without x64) cannot hold:
+    the conversion would wrap it to another value, which may look valid."""
+    where = f"larger than any axis can be (2**{bits - 1} - 1)" if value > 0 else \
+        f"smaller than any index can be (-2**{bits - 1})"
     return RearrError(
-        f"index {name!r} holds {value} at position {position}, larger than any axis can be (2**63 - 1)",
+        f"index {name!r} holds {value} at position {position}, {where}",
         code="RA501",
         pattern=text,
         hint="index values must lie in -n <= i < n for an axis of length n",

@@ -29,6 +29,7 @@ from ..plan import (
     TakeRows,
 )
 from . import _code, _common
+from . import numpy as _numpy
 from ._code import Names, tup
 from .contract import IndexEnv
 
@@ -38,6 +39,11 @@ name = "array_api"
 TENSOR = None
 _FRAMEWORKS_WITH_OWN_BACKEND = ("numpy", "torch", "dask")
 _NS: dict[type, ModuleType] = {}
+
+
+def load() -> None:
+    """The registry calls this once: indexes of other libraries are read through numpy's backend."""
+    _numpy.load()
 
 
 def accepts(x: object) -> bool:
@@ -201,15 +207,44 @@ def _device(x):
 
 
 def convert_index(value: object, like, name: str, text: str):
+    """The index as an array of the input's library in its index dtype. A value that the cast would wrap
+    is RA501 with the value passed: jax without x64 casts to int32, and its asarray narrows numpy's
+    int64 silently, so anything not of the library is read by numpy first."""
     xp = namespace(like)
-    try:
-        t = value if type(value) is type(like) else xp.asarray(value, device=_device(like))
-    except (TypeError, ValueError, RuntimeError):  # ragged lists, objects the library cannot read
-        raise _common.not_an_index(name, value, text) from None
-    if not xp.isdtype(t.dtype, "integral"):
-        raise _common.bad_index_dtype(name, t.dtype, text)
     dtype = _index_dtype(xp)
-    return t if t.dtype == dtype else xp.astype(t, dtype)
+    if type(value) is not type(like) and not (accepts(value) and namespace(value) is xp):
+        i = _numpy.convert_index(value, None, name, text)  # numpy's rules: dtype, masks, uint64
+        bits = xp.iinfo(dtype).bits
+        narrowed = i.astype(f"int{bits}")
+        at = _numpy.wrapped_at(i, narrowed)
+        if at is not None:
+            raise _common.beyond_index_range(name, text, int(i[at]), at, bits)
+        return xp.asarray(narrowed, device=_device(like))
+    if not xp.isdtype(value.dtype, "integral"):
+        raise _common.bad_index_dtype(name, value.dtype, text)
+    if value.dtype == dtype:
+        return value
+    _refuse_wrapping(xp, value, dtype, name, text)
+    return xp.astype(value, dtype)
+
+
+def _refuse_wrapping(xp: ModuleType, t, dtype, name: str, text: str) -> None:
+    """RA501 for a value of t that the cast to dtype would wrap (uint64 to int64, uint32 or int64 to
+    int32). A traced index (jax.jit) has no values: check_index refuses it, or check_bounds=False
+    promised values in range, which every index dtype holds."""
+    have, want = xp.iinfo(t.dtype), xp.iinfo(dtype)
+    if have.min >= want.min and have.max <= want.max:
+        return
+    try:
+        lo, hi = int(xp.min(t)), int(xp.max(t))
+    except TypeError:  # jax under jit: ConcretizationTypeError
+        return
+    if lo < want.min or hi > want.max:
+        flat = xp.reshape(t, (-1,))
+        bad = flat > want.max if hi > want.max else flat < want.min  # each bound fits t's dtype
+        first = int(xp.nonzero(bad)[0][0])
+        position = tuple(int(k) for k in _unravel(first, t.shape))
+        raise _common.beyond_index_range(name, text, int(flat[first]), position, want.bits)
 
 
 def check_index(t, use: IndexUse, text: str):

@@ -94,6 +94,8 @@ def reshape(step: Reshape):
     def run(x: da.Array, env) -> da.Array:
         if x.shape == shape:
             return x
+        if 0 in shape:  # dask refuses to merge a 0-length axis with chunked ones: one empty chunk, nothing moved
+            return x.rechunk(-1).reshape(shape)
         if not _moves_whole_blocks(x.shape, x.chunks, shape):
             # dask's rule: a merge makes its inner axes one chunk, a split cuts on rows. dask refuses a
             # reshape that splits and merges one axis at once ((6, 4) -> (2, 12)): split first, then merge.
@@ -222,8 +224,23 @@ def convert_index(value: object, like: da.Array, name: str, text: str):
     if isinstance(value, da.Array):
         if not np.issubdtype(value.dtype, np.integer):
             raise _common.bad_index_dtype(name, value.dtype, text)
-        return value.astype(np.intp)
+        if value.dtype == np.intp:
+            return value
+        # the cast runs block by block where the values are known, refusing one that it would wrap
+        return value.map_blocks(_intp_block, name, text, dtype=np.intp)
     return _np_backend.convert_index(value, like, name, text)
+
+
+def _intp_block(block: np.ndarray, name: str, text: str, block_info=None) -> np.ndarray:
+    import numpy as np  # on a distributed worker load() has not run: see _check_block
+
+    i = block.astype(np.intp)
+    at = _np_backend.wrapped_at(block, i)
+    if at is not None:
+        start = [lo for lo, _ in block_info[0]["array-location"]] if block_info else [0] * block.ndim
+        raise _common.beyond_index_range(name, text, int(block[at]), tuple(k + s for k, s in zip(at, start)),
+                                         8 * i.dtype.itemsize)
+    return i
 
 
 def check_index(t, use: IndexUse, text: str):

@@ -220,10 +220,27 @@ def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.n
     if t.dtype.kind not in "iu":  # np.issubdtype(t.dtype, np.integer), without its microsecond
         raise _common.bad_index_dtype(name, t.dtype, text)
     i = t.astype(np.intp, copy=False)
-    if t.dtype.kind == "u" and t.dtype.itemsize >= i.dtype.itemsize and t.size and (i < 0).any():
-        at = tuple(int(k) for k in np.argwhere(i < 0)[0])  # values >= 2**63 wrapped: report the one passed
-        raise _common.beyond_int64(name, text, int(t[at]), at)
+    at = wrapped_at(t, i)
+    if at is not None:  # report the value passed, not the wrapped one
+        raise _common.beyond_index_range(name, text, int(t[at]), at, 8 * i.dtype.itemsize)
     return i
+
+
+def wrapped_at(t, cast) -> tuple[int, ...] | None:
+    """The position of the first value of the integer array t that the cast to ``cast`` (t.astype(...))
+    changed, or None: uint64 to int64 turns values >= 2**63 negative, int64 to int32 wraps. Also run
+    on dask's blocks, on workers where load() has not run: numpy is imported here."""
+    import numpy as np
+
+    if t.dtype.kind == "u" and t.dtype.itemsize >= cast.dtype.itemsize:
+        changed = cast < 0
+    elif t.dtype.itemsize > cast.dtype.itemsize:
+        changed = cast != t
+    else:
+        return None  # the cast's dtype holds every value of t's
+    if not changed.any():
+        return None
+    return tuple(int(k) for k in np.argwhere(changed)[0])
 
 
 def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:

@@ -257,7 +257,7 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
         wrapped = t.view(torch.int64) < 0  # values >= 2**63, which .long() would turn negative
         if wrapped.any():
             at = tuple(wrapped.nonzero()[0].tolist())
-            raise _common.beyond_int64(name, text, int(t.view(torch.int64)[at]) + 2**64, at)
+            raise _common.beyond_index_range(name, text, int(t.view(torch.int64)[at]) + 2**64, at)
     return t if t.dtype == torch.int64 else t.long()
 
 
