@@ -12,8 +12,8 @@ import math
 from typing import NamedTuple
 
 from .errors import RearrError
-from .planner import length_of
-from .recipe import ELLIPSIS, analyze
+from .planner import length_of, symbolic
+from .recipe import ELLIPSIS, analyze, check_length_value
 
 
 class EinsumPlan(NamedTuple):
@@ -35,6 +35,9 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
     if len(r.inputs) != len(shapes):
         raise RearrError(f"the pattern has {len(r.inputs)} input operands, {len(shapes)} tensors were given",
                          code="RA206", pattern=pattern, hint="give one operand per tensor, separated by ','")
+    for name, n in lengths:  # plain ints come as they were passed (api's look-up key): -3 is RA305 here
+        if not symbolic(n):
+            check_length_value(r, name, n)
     known: dict[str, int] = dict(lengths)
     where: dict[str, str] = {name: f"{name}={n}" for name, n in lengths}
     ellipses: list[tuple[int, ...]] = []
@@ -191,5 +194,5 @@ def _broadcast(pattern: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
             if n != 1 and out[i] not in (1, n):
                 raise RearrError(f"the operands' '...' shapes {' and '.join(map(str, shapes))} do not broadcast",
                                  code="RA303", pattern=pattern, hint="give '...' equal (or length-1) dimensions")
-            out[i] = max(out[i], n) if n != 1 else out[i]
+            out[i] = n if n != 1 else out[i]  # 0 too: a 0-length '...' dimension stays 0 (max would make it 1)
     return tuple(out)

@@ -54,6 +54,9 @@ def load() -> None:
 def accepts(x: object) -> bool:
     if _masked(x):
         raise masked_input("a masked array")
+    if isinstance(x, np.matrix):  # its reshape keeps two dimensions: (2, 3) -> "a b -> a b 1" stayed (2, 3)
+        raise RearrError("an np.matrix is not accepted: it stays 2-d whatever shape a call asks for",
+                         code="RA500", hint="pass np.asarray(m)")
     return isinstance(x, np.ndarray | np.generic)
 
 
