@@ -23,6 +23,7 @@ get none, so their hot path is unchanged.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -73,26 +74,35 @@ def check_reduction(kind: str, dtype: object, reduction: str, what: str, moves_o
 
 
 def check_fill(kind: str, bounds: tuple[Any, Any], dtype: object, fill: Any) -> Any:
-    """``fill`` as the value the dtype will hold, or the RearrError when it cannot hold it exactly."""
-    if isinstance(fill, complex):
+    """``fill`` as a plain Python number that the dtype holds (numpy scalars, Fraction and Decimal
+    included, as float(), int() or complex() read them), or the RearrError when it cannot hold it:
+    an imaginary part in a real dtype, a fraction, nan or inf in an integer one, a value out of range."""
+    if isinstance(fill, numbers.Complex) and not isinstance(fill, numbers.Real):  # complex, np.complex64
+        fill = complex(fill)
         if kind == "complex":
             return fill
         if fill.imag != 0:
             raise _bad_fill(fill, dtype, "it has an imaginary part")
         fill = fill.real
     if kind in ("float", "complex"):
+        try:
+            value = float(fill)
+        except OverflowError:  # an int beyond any float
+            raise _bad_fill(fill, dtype, "it is beyond any float") from None
         lo, hi = bounds
-        if math.isfinite(fill) and not lo <= fill <= hi:
+        if math.isfinite(value) and not lo <= value <= hi:
             raise _bad_fill(fill, dtype, f"it lies outside {lo} .. {hi} and would become inf")
-        return fill
-    if isinstance(fill, float):
-        if not fill.is_integer():  # nan, inf and 2.5 alike
-            raise _bad_fill(fill, dtype, "it is not a whole number")
-        fill = int(fill)
+        return value
+    try:
+        whole = int(fill)
+    except (ValueError, OverflowError):  # nan, inf
+        raise _bad_fill(fill, dtype, "it is not a whole number") from None
+    if whole != fill:  # 2.5, np.float32(2.5), Fraction(5, 2), Decimal("2.5")
+        raise _bad_fill(fill, dtype, "it is not a whole number")
     lo, hi = bounds
-    if not lo <= fill <= hi:
+    if not lo <= whole <= hi:
         raise _bad_fill(fill, dtype, f"it lies outside {lo} .. {hi}")
-    return int(fill)
+    return whole
 
 
 def _bad_fill(fill: Any, dtype: object, why: str) -> RearrError:

@@ -168,15 +168,29 @@ def reduce(step: Reduce):
     if callable(r):
         return lambda x, env: r(x, axes)
     if r == "mean":  # rearr.policy refuses integer means before the plan runs
-        return lambda x, env: x.mean(axis=axes)
-    if r == "sum":
+        def mean(x, env):  # float16 in float32, as numpy's own mean does: said, for dask, which reuses this
+            if x.dtype.char == "e":
+                return x.mean(axis=axes, dtype=np.float32).astype(np.float16)
+            return x.mean(axis=axes)
+        return mean
+    if r in ("sum", "prod"):
+        fn = np.sum if r == "sum" else np.prod
+
         def total(x, env):
-            if x.dtype == np.float16:  # accumulate in float32, as torch does (numpy's own mean does too)
-                return np.sum(x, axis=axes, dtype=np.float32).astype(np.float16)
-            return np.sum(x, axis=axes)
+            accumulate = _REDUCE_DTYPE.get(x.dtype.char)
+            if accumulate is None:
+                return fn(x, axis=axes)
+            out = fn(x, axis=axes, dtype=accumulate)
+            return out.astype(np.float16) if x.dtype.char == "e" else out
         return total
-    fn = {"max": np.amax, "min": np.amin, "prod": np.prod, "any": np.any, "all": np.all}[r]
+    fn = {"max": np.amax, "min": np.amin, "any": np.any, "all": np.all}[r]
     return lambda x, env: fn(x, axis=axes)
+
+
+# The dtype that sum and prod accumulate in where numpy's own choice differs from torch's: float16 in
+# float32, rounded once at the end (torch's "opmath"; numpy's own mean does it too), and the unsigned
+# ints below 64 bits in int64, as torch does (numpy would give uint64). By dtype.char.
+_REDUCE_DTYPE = {"e": "float32", "B": "int64", "H": "int64", "I": "int64"}
 
 
 def code_reduce(step: Reduce, before, n: Names) -> list[str]:
@@ -186,6 +200,9 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
     dims = str(axes[0]) if len(axes) == 1 else tup(axes)
     if r == "mean":
         return [f"{x} = {x}.mean(axis={dims})"]
+    if r in ("sum", "prod"):
+        return ["# float16 accumulates in float32 (then .astype(np.float16)) and uint8/16/32 in int64, as torch does",
+                f"{x} = np.{r}({x}, axis={dims})"]
     fn = {"max": "amax", "min": "amin"}.get(r, r)
     return [f"{x} = np.{fn}({x}, axis={dims})"]
 

@@ -176,9 +176,11 @@ def reduce(step: Reduce):
         return lambda x, env: x.mean(axes)
     if r == "prod":  # torch.prod takes one dim at a time
         def prod(x, env):
+            dtype = x.dtype
+            half = dtype is torch.float16 or dtype is torch.bfloat16  # in float32, rounded once: as numpy
             for a in sorted(axes, reverse=True):
-                x = x.prod(a)
-            return x
+                x = x.prod(a, dtype=torch.float32) if half and x.dtype is dtype else x.prod(a)
+            return x.to(dtype) if half else x
         return prod
     fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "any": torch.any, "all": torch.all}[r]
     if r in ("any", "all"):  # torch keeps uint8 for uint8 input; numpy gives bool
@@ -405,7 +407,7 @@ def scatterrows(step: ScatterRows):
             out = x.new_zeros((rows, width)).index_add_(0, flat, x)
             if fill != 0:
                 hit = torch.zeros(rows, dtype=torch.bool, device=x.device).index_fill_(0, flat, True)
-                out = torch.where(hit[:, None], out, fill)
+                out = out.masked_fill_(~hit[:, None], fill)  # keeps out's dtype (torch.where made bool int64)
             return out
         # scatter_reduce (a stable API) with the row index expanded, a view: index_reduce is still beta.
         return x.new_full((rows, width), fill).scatter_reduce_(0, flat[:, None].expand(x.shape), x, native,
@@ -415,7 +417,7 @@ def scatterrows(step: ScatterRows):
 
 
 def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into= (its kept-zeros branch computes the same, one call fewer)."""
+    """run() above with fill 0 and no into=."""
     pre, flat = _row_positions_code(step.terms, step.space, n)
     x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
     if r == "set":
