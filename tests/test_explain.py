@@ -317,6 +317,49 @@ def test_numpy_scatter_along_an_axis_prints_the_precomputed_offsets():
     assert "flat = (offset + idx.transpose((1, 0, 2)) * 3).reshape(-1)" in code
 
 
+@pytest.mark.parametrize("pattern, n_src", [("k -> n[idx]", 3000), ("k -> n[idx]", 30), ("k c -> n[idx: k] c", 3000)])
+@pytest.mark.parametrize("dtype, reduction", [
+    ("int32", "min"), ("int32", "max"), ("uint8", "min"), ("bool", "max"), ("bool", "min"),
+    ("float16", "sum"), ("float16", "mean"), ("float16", "prod"), (">f2", "sum"), ("float64", "max"),
+])
+def test_explained_numpy_scatter_code_gives_rearrs_result_for_every_dtype(pattern, n_src, dtype, reduction):
+    """explain has no dtype: the printed start value (the dtype's extreme for max/min, not +-inf, which an
+    int32 array holds as INT_MIN) and accumulator (float32 for float16, rounded once) are those of x."""
+    rng = np.random.default_rng(0)
+    shape = (n_src,) if pattern.startswith("k ->") else (n_src, 2)
+    idx = rng.integers(0, 3, n_src)
+    if reduction == "prod":  # near 1, so that 1000 factors neither overflow nor vanish
+        x = 1 + rng.integers(-3, 4, shape) / 256
+    else:
+        x = rng.integers(0, 3, shape) + (1 / 3 if "f" in dtype else 0)
+    x = x.astype(dtype)
+    x[idx == 1] = 0  # for max: a position whose largest value is 0 (False), below a -inf start cast to the dtype
+    e = explain(pattern, shape, op="scatter", reduction=reduction, backend="numpy", idx=(n_src,), n=3)
+    got = _run_code(e, x, {"idx": idx})
+    want = rearr.scatter(x, pattern, reduction, idx=idx, n=3)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_explained_numpy_small_scatter_sum_accumulates_float16_in_float32():
+    """The small 'sum' (np.add.at with one index array per axis) too: 2048 + 1 + 1 is 2048 in float16."""
+    x, idx = np.array([2048, 1, 1], np.float16), np.zeros(3, np.int64)
+    e = explain("k -> n[idx]", (3,), op="scatter", reduction="sum", backend="numpy", idx=(3,), n=2)
+    assert any(line.startswith("np.add.at(out, (idx,), x)") for line in e.code)  # the small path
+    got = _run_code(e, x, {"idx": idx})
+    assert got.dtype == np.float16 and got.tolist() == rearr.scatter(x, "k -> n[idx]", "sum", idx=idx, n=2).tolist()
+    assert got.tolist() == [2050, 0]
+
+
+@pytest.mark.parametrize("reduction", ["any", "all"])
+def test_explained_torch_reduce_any_all_gives_bools_for_uint8(reduction):
+    x = torch.tensor([[0, 3], [1, 1]], dtype=torch.uint8)
+    e = explain("a b -> a", (2, 2), op="reduce", reduction=reduction, backend="torch")
+    got, want = _run_code(e, x, {}, "torch"), rearr.reduce(x, "a b -> a", reduction)
+    assert got.dtype == want.dtype == torch.bool
+    assert torch.equal(got, want)
+
+
 def test_dask_merge_prints_the_blockwise_reshape_that_rearr_runs_for_whole_blocks():
     """Whether dask's merge runs block by block depends on x's chunks: the template prints that call as a comment."""
     e = explain("b c h -> b (c h)", (2, 5, 32), backend="dask")

@@ -436,21 +436,27 @@ def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
 
 
 def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: Names) -> list[str]:
-    """_combine_rows with fill 0 and no into=, as lines that leave the result in ``n.x``."""
+    """_combine_rows with fill 0 and no into=, as lines that leave the result in ``n.x``.
+
+    explain has no dtype, so the start value and the accumulator are printed as expressions of x's."""
     x, out, counts = n.x, n.out, n.counts
     if reduction == "set":
         return ["# rearr first checks that flat holds no row twice ('set')",
                 f"{out} = np.zeros(({rows}, {width}), dtype={x}.dtype)", f"{out}[{flat}] = {x}", f"{x} = {out}"]
-    start = {"sum": "0", "mean": "0", "prod": "1", "max": "-np.inf", "min": "np.inf"}[reduction]
-    note = {"max": "  # (integers: the dtype's lowest value)", "min": "  # (integers: the dtype's highest value)"}
     ufunc = {"sum": "add", "mean": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[reduction]
-    lines = ["# float16 accumulates in float32 and is rounded once at the end, as torch does",
-             f"{out} = np.full(({rows}, {width}), {start}, dtype={x}.dtype){note.get(reduction, '')}"]
+    if reduction in ("max", "min"):  # _identity: the dtype's own extreme (float16 in float32 gives the same values)
+        extreme = {"max": "lowest: -inf, iinfo(dtype).min, False", "min": "highest: inf, iinfo(dtype).max, True"}
+        lines = [f"{out} = np.full(({rows}, {width}), np.ma.{reduction}imum_fill_value({x}), dtype={x}.dtype)"
+                 f"  # the dtype's {extreme[reduction]}"]
+    else:
+        lines = _accumulator_code(f"np.{'ones' if reduction == 'prod' else 'zeros'}(({rows}, {width}), ", x, out)
     pos = flat
     if width != 1:  # element positions of the rows: numpy's 1-d ufunc.at is the fast one
         pos = n.pos
         lines.append(f"{pos} = ({flat}[:, None] * {width} + np.arange({width})).reshape(-1)")
     lines.append(f"np.{ufunc}.at({out}.reshape(-1), {pos}, {x}.reshape(-1))")
+    if reduction not in ("max", "min"):
+        lines.append(_rounded_code(x, out))
     if reduction != "sum":
         lines.append(f"{counts} = np.bincount({flat}, minlength={rows})")
     if reduction == "mean":
@@ -458,6 +464,16 @@ def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: Name
     elif reduction != "sum":
         lines.append(f"{out}[{counts} == 0] = 0")
     return lines + [f"{x} = {out}"]
+
+
+def _accumulator_code(call: str, x: str, out: str) -> list[str]:
+    """``out = call dtype=...)`` in _accumulator's dtype for x (``.name``: float16 in either byte order)."""
+    return ["# float16 accumulates in float32 and is rounded once at the end, as torch does",
+            f"{out} = {call}dtype=np.float32 if {x}.dtype.name == 'float16' else {x}.dtype)"]
+
+
+def _rounded_code(x: str, out: str) -> str:
+    return f"{out} = {out}.astype({x}.dtype, copy=False)"
 
 
 def scatterrows(step: ScatterRows):
@@ -575,9 +591,9 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
             idx = f"np.broadcast_to({idx}, {tup(step.src_shape)})"
         grid = [idx if d == step.dim else _code.view(f"np.arange({m})", (m,), tuple(m if k == d else 1 for k in
                 range(len(shape))), "reshape") for d, m in enumerate(shape)]
-        return ["# float16 accumulates in float32 and is rounded once at the end, as torch does",
-                f"{n.out} = np.zeros({tup(shape)}, dtype={x}.dtype)",
-                f"np.add.at({n.out}, ({', '.join(grid)}{',' if len(grid) == 1 else ''}), {x})", f"{x} = {n.out}"]
+        return [*_accumulator_code(f"np.zeros({tup(shape)}, ", x, n.out),
+                f"np.add.at({n.out}, ({', '.join(grid)}{',' if len(grid) == 1 else ''}), {x})",
+                _rounded_code(x, n.out), f"{x} = {n.out}"]
     strides, axes = _along_offsets(shape, step.dim)
     offset = " + ".join(_code.view(f"np.arange({m})", (m,), tuple(unit), "reshape") + (f" * {s}" if s != 1 else "")
                         for m, s, unit in axes)

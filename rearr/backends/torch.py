@@ -212,7 +212,10 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
     if r == "prod":  # one dim at a time
         return [f"{x} = {x}.prod({a})" for a in sorted(axes, reverse=True)]
     dims = str(axes[0]) if len(axes) == 1 else tup(axes)
-    return [f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"]
+    call = f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"
+    if r in ("any", "all"):
+        return ["# .bool(): torch keeps uint8 for uint8 input; numpy gives bool", f"{call}.bool()"]
+    return [call]
 
 
 # --- indices -----------------------------------------------------------------
