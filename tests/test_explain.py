@@ -351,6 +351,31 @@ def test_explained_numpy_small_scatter_sum_accumulates_float16_in_float32():
     assert got.tolist() == [2050, 0]
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "int8", "bool", "float16", ">f2", "float64"])
+@pytest.mark.parametrize("reduction", ["sum", "prod"])
+def test_explained_numpy_reduce_sum_prod_gives_rearrs_dtype_and_value(dtype, reduction):
+    """uint8/16/32 accumulate in int64 and float16 in float32, rounded once: as torch, and as printed."""
+    x = (np.arange(1, 3001) % 7 + (0.001 if "f" in dtype else 0)).reshape(3, 1000).astype(dtype)
+    if reduction == "prod":
+        x = (1 + np.arange(3000) % 3 / 1024).reshape(3, 1000).astype(dtype) if "f" in dtype else x % 2 + 1
+    e = explain("a b -> a", (3, 1000), op="reduce", reduction=reduction, backend="numpy")
+    got, want = _run_code(e, x, {}), rearr.reduce(x, "a b -> a", reduction)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int8])
+@pytest.mark.parametrize("pattern", ["a b -> a", "a b c -> b"])
+def test_explained_torch_reduce_prod_multiplies_half_precision_in_float32(dtype, pattern):
+    shape = (3, 1000) if pattern == "a b -> a" else (3, 40, 25)
+    x = (1 + torch.arange(3000) % 3 / 1024).reshape(shape).to(dtype) if dtype.is_floating_point else \
+        (torch.arange(3000) % 2 + 1).reshape(shape).to(dtype)
+    e = explain(pattern, shape, op="reduce", reduction="prod", backend="torch")
+    got, want = _run_code(e, x, {}, "torch"), rearr.reduce(x, pattern, "prod")
+    assert got.dtype == want.dtype
+    assert torch.equal(got, want)
+
+
 @pytest.mark.parametrize("reduction", ["any", "all"])
 def test_explained_torch_reduce_any_all_gives_bools_for_uint8(reduction):
     x = torch.tensor([[0, 3], [1, 1]], dtype=torch.uint8)

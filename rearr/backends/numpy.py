@@ -200,9 +200,12 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
     dims = str(axes[0]) if len(axes) == 1 else tup(axes)
     if r == "mean":
         return [f"{x} = {x}.mean(axis={dims})"]
-    if r in ("sum", "prod"):
-        return ["# float16 accumulates in float32 (then .astype(np.float16)) and uint8/16/32 in int64, as torch does",
-                f"{x} = np.{r}({x}, axis={dims})"]
+    if r in ("sum", "prod"):  # reduce()'s _REDUCE_DTYPE, read from x (explain has no dtype)
+        out = n.out
+        return ["# as torch: float16 accumulates in float32 and is rounded once at the end, uint8/16/32 in int64",
+                f"{out} = np.{r}({x}, axis={dims}, dtype={{'float16': np.float32, 'uint8': np.int64, "
+                f"'uint16': np.int64, 'uint32': np.int64}}.get({x}.dtype.name))",
+                f"{x} = {out}.astype(np.float16) if {x}.dtype.name == 'float16' else {out}"]
     fn = {"max": "amax", "min": "amin"}.get(r, r)
     return [f"{x} = np.{fn}({x}, axis={dims})"]
 

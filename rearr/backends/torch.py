@@ -209,8 +209,11 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
         if r in ("sum", "prod"):
             return [f"{x} = {x}.clone() if {x}.is_floating_point() or {x}.is_complex() else {x}.to(torch.int64)"]
         return [f"{x} = {x}.clone()"]
-    if r == "prod":  # one dim at a time
-        return [f"{x} = {x}.prod({a})" for a in sorted(axes, reverse=True)]
+    if r == "prod":  # one dim at a time; float16/bfloat16 in float32, rounded once at the end, as reduce() does
+        dims = sorted(axes, reverse=True)
+        plain = "".join(f".prod({a})" for a in dims)
+        wide = f".prod({dims[0]}, dtype=torch.float32)" + "".join(f".prod({a})" for a in dims[1:])
+        return [f"{x} = {x}{wide}.to({x}.dtype) if {x}.dtype in (torch.float16, torch.bfloat16) else {x}{plain}"]
     dims = str(axes[0]) if len(axes) == 1 else tup(axes)
     call = f"{x} = {x}.{ {'max': 'amax', 'min': 'amin'}.get(r, r) }(dim={dims})"
     if r in ("any", "all"):
