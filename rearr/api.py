@@ -482,7 +482,8 @@ def scatter(
         if not isinstance(reduction, str):
             raise RearrError("scatter's reduction is a name", code="RA400",
                              hint=f"one of {', '.join(recipe.SCATTER_REDUCTIONS)}")
-        if fill is not None and (isinstance(fill, bool) or not isinstance(fill, numbers.Number)):
+        if fill is not None and (isinstance(fill, bool) or not isinstance(fill, numbers.Number)) \
+                and not planner.symbolic(fill):  # a SymFloat / SymInt: a number under torch.compile
             if not (getattr(fill, "shape", None) == () and hasattr(fill, "item")):
                 raise RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500",
                                  hint="pass a Python number, e.g. fill=0.0; to start from a tensor, use into=")
@@ -719,6 +720,8 @@ def _packed_shapes(packed_shapes: object, total: int, pattern: str) -> list[tupl
                              hint=f"write it as a tuple, e.g. ({s!r},)" if _is_length(s) else fix)
         shape = list(s)
         for j, n in enumerate(shape):
+            if planner.symbolic(n):  # what pack returned under torch.compile's dynamic shapes
+                continue
             if not _is_length(n) and not (_is_int(n) and n == -1):
                 raise RearrError(f"packed shape {k} is {tuple(shape)}: {n!r} is not a length (an int >= 0, or "
                                  "-1 once to infer it)", code="RA305", pattern=pattern, hint=fix)
@@ -727,11 +730,11 @@ def _packed_shapes(packed_shapes: object, total: int, pattern: str) -> list[tupl
                     raise RearrError("more than one -1 in the packed shapes: the lengths cannot be inferred",
                                      code="RA301", pattern=pattern, hint="write out all lengths but one")
                 unknown = (k, j)
-        shapes.append([int(n) for n in shape])
-    known = sum(_prod(s) for s in shapes if -1 not in s)
+        shapes.append([planner.length_of(n) for n in shape])
+    known = sum(_prod(s) for k, s in enumerate(shapes) if unknown is None or k != unknown[0])
     if unknown is not None:
         k, j = unknown
-        rest = _prod(n for n in shapes[k] if n != -1)
+        rest = _prod(n for i, n in enumerate(shapes[k]) if i != j)
         left = total - known
         if left < 0 or rest == 0 or left % rest:
             raise RearrError(f"packed shape {k} {tuple(shapes[k])}: {left} remaining elements along '*' do not "

@@ -32,9 +32,10 @@ from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_va
 
 
 def symbolic(n: object) -> bool:
-    """A torch.SymInt: a length that torch.compile keeps symbolic (a dynamic shape). The planner
-    computes with it as with an int; int(n) would specialize the compiled code to one value."""
-    return type(n).__name__ == "SymInt"
+    """A torch.SymInt (or SymFloat, a fill= under torch.compile): a number that torch.compile keeps
+    symbolic (a dynamic shape). The planner computes with it as with an int; int(n) would specialize
+    the compiled code to one value, and comparing it with a constant would add a guard."""
+    return type(n).__name__ in ("SymInt", "SymFloat")
 
 
 def length_of(n: object) -> int:
@@ -537,6 +538,13 @@ def _terms(space: list[str], lead: list[str], specs, size, with_strides: bool) -
 ROWS_MIN_ELEMENTS = 1 << 15
 
 
+def _large(elements: object) -> bool:
+    """Whether a move is large enough for the row lowering. Never under torch.compile's dynamic shapes:
+    comparing a symbolic size with ROWS_MIN_ELEMENTS would add a guard, and a recompile (or, under
+    torch.export, a failed guard) when the size crosses it; the lowering along an axis serves every size."""
+    return not symbolic(elements) and elements >= ROWS_MIN_ELEMENTS
+
+
 def _source(spec: IndexSpec, size) -> tuple[int, ...]:
     return tuple(size(a) for a in spec.axes)
 
@@ -550,7 +558,7 @@ def _plan_gather(track: _Tracker, axes: list[str], specs, out_axes, size) -> lis
     lead = [a for a in axes if a in gathered or a in space]
     free = [a for a in axes if a not in lead]
     rows_ok = axes[: len(lead)] == lead
-    big = math.prod(size(a) for a in space + free) >= ROWS_MIN_ELEMENTS
+    big = _large(math.prod(size(a) for a in space + free))
     if len(specs) == 1 and _gather_along_ok(axes, specs[0]) and not (rows_ok and free and big):
         spec = specs[0]
         new = [a for a in spec.axes if a not in axes]
@@ -593,7 +601,7 @@ def _plan_scatter(recipe, track, axes, out_axes, specs, size, into_shape) -> Non
     lead = [a for a in out_axes if a in written or a in space]
     free = [a for a in kept_out if a not in space]
     combined = [a for a in axes if a not in out_axes]
-    big = math.prod(size(a) for a in axes) >= ROWS_MIN_ELEMENTS
+    big = _large(math.prod(size(a) for a in axes))
     if len(specs) == 1 and len(combined) == 1 and combined[0] in specs[0].axes and not (free and big):
         spec = specs[0]
         src_order = [a if a != spec.axis else combined[0] for a in out_axes]

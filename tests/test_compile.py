@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 from torch._dynamo.testing import CompileCounter  # noqa: E402
 
 import rearr  # noqa: E402
+import rearr.layers  # noqa: E402
 from rearr import RearrError  # noqa: E402
 
 BACKENDS = ("eager", "aot_eager")
@@ -393,3 +394,84 @@ def test_every_layer_compiles_without_a_break_once_for_every_batch(case):
         (g_want,) = torch.autograd.grad(want.sum(), x)
         torch.testing.assert_close(g_got, g_want)
     assert counter.frame_count == 1
+
+
+# --- found by an adversarial review (each failed at c35deda, loudly: none returned a wrong value) -------
+# Each test states the promise of docs/torch_compile.md that it checks. backend="eager" keeps them fast:
+# the failures happened while dynamo ran rearr on fake tensors, before any backend.
+
+
+def test_scatter_layer_with_a_fill_compiles_under_dynamic_shapes():
+    # dynamo turns the layer's float attribute into a SymFloat under dynamic=True; rearr refuses it
+    # (RA500 "fill= must be a number, not SymFloat"), and the call fails even without fullgraph.
+    torch._dynamo.reset()
+    layer = rearr.layers.Scatter("v[src: e] c -> v[dst: e] c", "sum", fill=1.5)
+    x, src, dst = torch.randn(5, 2), torch.tensor([0, 1, 2]), torch.tensor([0, 4, 4])
+    compiled = torch.compile(lambda x, s, d: layer(x, src=s, dst=d), backend="eager", dynamic=True)
+    assert torch.equal(compiled(x, src, dst), layer(x, src=src, dst=dst))
+
+
+def test_scatter_fill_passed_as_an_argument_compiles_under_dynamic_shapes():
+    # an int argument of the compiled function is a SymInt under dynamic=True: refused the same way
+    torch._dynamo.reset()
+
+    def f(x, d, fill):
+        return rearr.scatter(x, "b k -> b n[d: b k]", "max", d=d, n=6, fill=fill)
+
+    compiled = torch.compile(f, backend="eager", dynamic=True)
+    x, d = torch.randn(2, 3), torch.tensor([[0, 1, 1], [2, 2, 3]])
+    for fill in (0, 3):
+        assert torch.equal(compiled(x, d, fill), f(x, d, fill))
+
+
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_pack_then_unpack_compiles_once_the_packed_shapes_are_symbolic(dynamic):
+    # pack returns SymInt shapes for dynamic axes; unpack refuses them: RA305 "packed shape 0 is (s27,):
+    # s27 is not a length". With dynamic=None it fails on the second shape (automatic dynamic).
+    torch._dynamo.reset()
+
+    def f(x, y):
+        packed, shapes = rearr.pack([x, y], "b *")
+        return rearr.unpack(packed * 2, shapes, "b *")
+
+    compiled = torch.compile(f, backend="eager", dynamic=dynamic)
+    for b, c, d, e in [(2, 3, 4, 5), (3, 4, 2, 2)]:
+        x, y = torch.randn(b, c), torch.randn(b, d, e)
+        for got, want in zip(compiled(x, y), f(x, y)):
+            assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("case", ["scatter_sum_over_1024", "message_passing_over_rows_threshold"])
+def test_a_dynamic_axis_crossing_a_lowering_threshold_does_not_recompile(case):
+    # docs: "No recompile for a dynamic axis ... so does the edge axis of a message-passing scatter".
+    # The planner evaluates `prod(shape) <= _SMALL_ZEROS` (a branch fake tensors never take) and
+    # `>= ROWS_MIN_ELEMENTS` on SymInts, which installs guards: a second frame past each threshold.
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    if case == "scatter_sum_over_1024":
+        def f(x, d):
+            return rearr.scatter(x, "b k -> b n[d: b k]", "sum", d=d, n=x.shape[1])
+        calls = [(torch.randn(b, 8), torch.randint(0, 8, (b, 8))) for b in (2, 3, 200)]
+    else:
+        def f(x, s, d):
+            return rearr.scatter(x, "v[s: e] c -> v[d: e] c", "sum", s=s, d=d)
+        calls = [(torch.randn(50, 64), torch.randint(0, 50, (e,)), torch.randint(0, 50, (e,))) for e in (2, 3, 600)]
+    compiled = torch.compile(f, backend=counter, fullgraph=True)
+    for args in calls:
+        for t in args[1:] if case != "scatter_sum_over_1024" else args:
+            torch._dynamo.mark_dynamic(t, 0)
+        assert torch.allclose(compiled(*args), f(*args))
+    assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("reduction", ["mean", "max", "min", "prod"])
+def test_vmap_over_the_index_alone_of_a_scatter(reduction):
+    # docs: vmap works over scatters. With only the index batched, rearr's fresh output (x.new_full, unbatched)
+    # is written in place with batched values: "vmap: scatter_reduce_(self, *extra_args) is not possible".
+    x = torch.randn(2, 3)
+    d = torch.stack([torch.randint(0, 6, (2, 3)) for _ in range(4)])
+
+    def f(d):
+        return rearr.scatter(x, "b k -> b n[d: b k]", reduction, d=d, n=6)
+
+    assert torch.allclose(torch.func.vmap(f)(d), torch.stack([f(i) for i in d]))

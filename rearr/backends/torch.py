@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import RearrError
@@ -400,24 +401,25 @@ def scatterrows(step: ScatterRows):
         base = _common.arranged_into(env, into_calls)
         fill = env.fill
         width = x.shape[1]
+        fresh = _in_place(flat, x)  # fresh tensors are written in place: no second copy
         if reduction == "set":
             flat = _check_unique_along(flat, 0, names, env.text)
-            if base is None:  # fresh tensors are written in place: no second copy
-                return x.new_full((rows, width), fill).index_copy_(0, flat, x)
+            if base is None:
+                return fresh(x.new_full((rows, width), fill), "index_copy", 0, flat, x)
             return base.index_copy(0, flat, x)
         if base is not None:
             if reduction == "sum":
                 return base.index_add(0, flat, x)
             return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=True)
         if reduction == "sum":
-            out = x.new_zeros((rows, width)).index_add_(0, flat, x)
+            out = fresh(x.new_zeros((rows, width)), "index_add", 0, flat, x)
             if fill != 0:
-                hit = torch.zeros(rows, dtype=torch.bool, device=x.device).index_fill_(0, flat, True)
-                out = out.masked_fill_(~hit[:, None], fill)  # keeps out's dtype (torch.where made bool int64)
+                hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
+                out = out.masked_fill(~hit[:, None], fill)  # keeps out's dtype (torch.where made bool int64)
             return out
         # scatter_reduce (a stable API) with the row index expanded, a view: index_reduce is still beta.
-        return x.new_full((rows, width), fill).scatter_reduce_(0, flat[:, None].expand(x.shape), x, native,
-                                                               include_self=False)
+        return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, flat[:, None].expand(x.shape), x, native,
+                     include_self=False)
 
     return run
 
@@ -442,7 +444,8 @@ def scatteralong(step: ScatterAlong):
     term, name = _term(step.term), step.term.index or ""
     expand = step.term.shape != src_shape
     # a small 'sum' on eager CPU tensors: a zero tensor per dtype, kept here (see _small_zeros)
-    zeros = {} if reduction == "sum" and not expand and math.prod(shape) <= _SMALL_ZEROS else None
+    zeros = {} if reduction == "sum" and not expand and all(n.__class__ is int for n in shape) \
+        and math.prod(shape) <= _SMALL_ZEROS else None  # (a symbolic shape: no guard, and no eager call)
 
     def run(x, env):
         if zeros is not None and env.into is None and env.fill == 0 and x.is_cpu and x.__class__ is TENSOR \
@@ -456,18 +459,34 @@ def scatteralong(step: ScatterAlong):
         if expand:
             idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
+        fresh = _in_place(idx, x)
         if reduction == "set":
             idx = _check_unique_along(idx, dim, name, env.text)
             if base is None:
-                return x.new_full(shape, env.fill).scatter_(dim, idx, x)
+                return fresh(x.new_full(shape, env.fill), "scatter", dim, idx, x)
             return base.scatter(dim, idx, x)
         if base is not None:
             return base.scatter_reduce(dim, idx, x, native, include_self=True)
         if reduction == "sum" and env.fill == 0:  # the hand-written scatter_add_, on a fresh tensor
-            return x.new_zeros(*shape).scatter_add_(dim, idx, x)
-        return x.new_full(shape, env.fill).scatter_reduce_(dim, idx, x, native, include_self=False)
+            return fresh(x.new_zeros(*shape), "scatter_add", dim, idx, x)
+        return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
 
     return run
+
+
+def _in_place(index: torch.Tensor, x: torch.Tensor) -> Callable:
+    """How a scatter writes into the fresh tensor it made: in place (out.method_(...)), or out of place
+    (out.method(...), one more copy) where torch.func.vmap batches the index but not x: vmap refuses to
+    write batched values into an unbatched tensor in place."""
+    return _out_of_place if _functorch_wrapped(index) and not _functorch_wrapped(x) else _in_place_write
+
+
+def _in_place_write(out: torch.Tensor, method: str, *args: object, **kwargs: object) -> torch.Tensor:
+    return getattr(out, method + "_")(*args, **kwargs)
+
+
+def _out_of_place(out: torch.Tensor, method: str, *args: object, **kwargs: object) -> torch.Tensor:
+    return getattr(out, method)(*args, **kwargs)
 
 
 # elements: below this a tiny scatter's time is mostly calls, not work; at most 16 KiB kept per plan and dtype
