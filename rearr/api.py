@@ -802,6 +802,9 @@ def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
         result: dict[str, int] = {}
         for k, name, want, col in _parse_shape_layout(pattern, len(shape)):
             n = shape[k]
+            if n != n:  # NaN: a dask array whose chunk sizes are not known yet
+                raise RearrError(f"dimension {k} has an unknown length", code="RA304", pattern=pattern, col=col,
+                                 hint="compute it first: x = x.compute_chunk_sizes() (dask)")
             if name is not None:
                 result[name] = n if planner.symbolic(n) else int(n)
             elif n != want:

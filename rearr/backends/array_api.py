@@ -167,6 +167,8 @@ def reduce(step: Reduce):
                 x = xp.astype(x, _index_dtype(xp))
             elif r in _BOOL_EXTREMES:  # and keep bools: max is any, min is all
                 return getattr(xp, _BOOL_EXTREMES[r])(x, axis=axes)
+        elif r in ("sum", "prod") and _small_unsigned(xp, x.dtype):  # numpy and torch: int64, not uint64
+            return getattr(xp, r)(x, axis=axes, dtype=_index_dtype(xp))
         return getattr(xp, r)(x, axis=axes)
 
     return run
@@ -180,10 +182,18 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
     # explain does not know the dtype: the bool case that run() above takes is printed as a condition.
     if r in ("sum", "prod"):
         return [f"if {x}.dtype == xp.bool:  # the standard counts numbers only",
-                f"    {x} = xp.astype({x}, xp.arange(1).dtype)", f"{x} = {call}"]
+                f"    {x} = xp.astype({x}, xp.arange(1).dtype)",
+                f"if {x}.dtype in (xp.uint8, xp.uint16, xp.uint32):  # as numpy and torch: a signed result",
+                f"    {x} = xp.{r}({x}, axis={tup(axes)}, dtype=xp.arange(1).dtype)",
+                "else:", f"    {x} = {call}"]
     if r in _BOOL_EXTREMES:
         return [f"{x} = xp.{_BOOL_EXTREMES[r]}({x}, axis={tup(axes)}) if {x}.dtype == xp.bool else {call}"]
     return [f"{x} = {call}"]
+
+
+def _small_unsigned(xp: ModuleType, dtype: object) -> bool:
+    """uint8/16/32, which the standard sums into an unsigned dtype and numpy and torch into int64."""
+    return xp.isdtype(dtype, "unsigned integer") and xp.iinfo(dtype).bits < 64
 
 
 # --- indices -----------------------------------------------------------------

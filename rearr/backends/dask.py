@@ -11,8 +11,9 @@ Chunks are handled on purpose (docs/backends.md says the same for users):
 - a gather along an axis needs that whole axis in each block (an index may point anywhere on it):
   that axis becomes one chunk, the others keep theirs, and the index is chunked to match.
 
-numpy's permute and reduce factories (and their templates) serve dask unchanged: they call array
-methods or numpy functions, which dask arrays implement lazily (NEP 18).
+numpy's permute and reduce factories (and their templates) serve dask: they call array methods or
+numpy functions, which dask arrays implement lazily (NEP 18). reduce wraps numpy's for one dask bug
+(max/min of an array with no elements), and einsum casts back to numpy's result dtype.
 
 dask and numpy are bound by load(), which the registry calls when the first dask array arrives:
 explain reads the code templates (the CODE table) without either. Where the calls a step makes
@@ -48,7 +49,7 @@ from .numpy import dtype_kind as dtype_kind
 from .numpy import dtype_range as dtype_range
 from .numpy import itemsize as itemsize
 from .numpy import permute as permute
-from .numpy import reduce as reduce
+from .numpy import reduce as _np_reduce
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -81,8 +82,29 @@ def concat(xs: list, axis: int) -> da.Array:
     return da.concatenate(list(xs), axis=axis)
 
 
+def reduce(step: Reduce):
+    """numpy's reduce factory, but for max/min of an array with no elements: dask computes those to a
+    wrong shape ((2, 0, 3) -> (1, 1, 0) over no axis). Such a result holds nothing: an empty array of
+    the planned shape. (A 0-length reduced axis never reaches here: max/min of nothing is RA400.)"""
+    run = _np_reduce(step)
+    if step.reduction not in ("max", "min"):
+        return run
+    axes = step.axes
+
+    def run_dask(x: da.Array, env) -> da.Array:
+        if 0 in x.shape:
+            return da.empty(tuple(n for k, n in enumerate(x.shape) if k not in axes), dtype=x.dtype)
+        return run(x, env)
+
+    return run_dask
+
+
 def einsum(spec: str, *xs: da.Array) -> da.Array:
-    return da.einsum(spec, *xs)
+    # dask adds the blocks' products with sum(), which makes small ints int64 and bools counts: back to
+    # the dtype numpy's einsum keeps (modular and boolean arithmetic make the cast exact)
+    out = da.einsum(spec, *xs)
+    dtype = np.result_type(*xs)
+    return out if out.dtype == dtype else out.astype(dtype)
 
 
 # --- plain steps -------------------------------------------------------------

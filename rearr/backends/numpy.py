@@ -198,8 +198,9 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
     if callable(r):  # the callable that was passed, bound to this name
         return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
     dims = str(axes[0]) if len(axes) == 1 else tup(axes)
-    if r == "mean":
-        return [f"{x} = {x}.mean(axis={dims})"]
+    if r == "mean":  # float16 in float32: numpy's own mean does it, dask's (which prints this too) does not
+        return [f"{x} = {x}.mean(axis={dims}, dtype=np.float32).astype(np.float16) if {x}.dtype.name == 'float16' "
+                f"else {x}.mean(axis={dims})"]
     if r in ("sum", "prod"):  # reduce()'s _REDUCE_DTYPE, read from x (explain has no dtype)
         out = n.out
         return ["# as torch: float16 accumulates in float32 and is rounded once at the end, uint8/16/32 in int64",
