@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .errors import RearrError
 from .layer_recipe import layer_error, validate_einmix
-from .recipe import UNKNOWN, operation, validate
+from .recipe import UNKNOWN, analyze, einsum_operand_count, operation, validate
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,9 @@ MODULES: dict[str, dict[str, Signature]] = {
 # Codes of files that could not be checked at all (as opposed to patterns found wrong).
 UNCHECKED = ("RA001", "RA002", "RA003")
 
-# Lengths are incomplete when a call passes **kwargs: these errors may be false alarms then.
-_LENGTH_CODES = ("RA300", "RA301")
+# Lengths are incomplete when a call passes **kwargs: a missing length or index (RA301) may be a false
+# alarm then. A keyword that the call does pass and that names nothing (RA300) is wrong whatever **kwargs holds.
+_LENGTH_CODES = ("RA301",)
 
 # Stand-ins for a reduction that is not a literal: validate accepts any callable for reduce,
 # and scatter takes names only, so any valid one will do.
@@ -419,7 +420,10 @@ def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_n
         fill_value = 0 if fill is None else fill.value if isinstance(fill, ast.Constant) else UNKNOWN
         err = layer_error(sig.layer, pattern.value, reduction, lengths[0], fill_value)
     else:
-        err = validate(pattern.value, *operation(sig.op, reduction), lengths[0])
+        err = validate(pattern.value, *operation(sig.op, reduction), lengths[0], complete=not lengths[1])
+        if err is None and sig.op == "einsum" and not any(isinstance(a, ast.Starred) for a in call.args):
+            r = analyze(pattern.value, "einsum", None, tuple(sorted(lengths[0])))
+            err = einsum_operand_count(r, len(call.args) - 1)  # the tensors before the pattern
     if err is None or lengths[1] and err.code in _LENGTH_CODES:  # **kwargs: the lengths are incomplete
         return None
     at_reduction = err.code == "RA400" and isinstance(reduction_node, ast.Constant)

@@ -26,7 +26,7 @@ from .plan import (
     Step,
     TakeRows,
 )
-from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value
+from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value, index_not_passed
 
 # --- shape arithmetic --------------------------------------------------------
 
@@ -383,8 +383,7 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
     for spec in specs:
         shape = shapes.get(spec.name)
         if shape is None:
-            raise _err(recipe, "RA301", f"index {spec.name!r} was not passed", spec.col,
-                       f"pass it as a keyword: {spec.name}=<integer tensor>")
+            raise index_not_passed(recipe, spec)
         if len(shape) != len(spec.axes):
             axes = " ".join(_show(a).strip("'") for a in spec.axes) or "(none)"
             raise _err(recipe, "RA304",

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from .errors import RearrError
 from .planner import length_of, symbolic
-from .recipe import ELLIPSIS, analyze, check_length_value
+from .recipe import ELLIPSIS, analyze, check_length_value, einsum_operand_count
 
 
 class EinsumPlan(NamedTuple):
@@ -32,9 +32,9 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
     checked here, naming the user's axes: the backend sees only a spec that fits. Shapes may hold
     torch.compile's symbolic lengths (they stay symbolic)."""
     r = analyze(pattern, "einsum", None, tuple(sorted(name for name, _ in lengths)))
-    if len(r.inputs) != len(shapes):
-        raise RearrError(f"the pattern has {len(r.inputs)} input operands, {len(shapes)} tensors were given",
-                         code="RA206", pattern=pattern, hint="give one operand per tensor, separated by ','")
+    count = einsum_operand_count(r, len(shapes))
+    if count is not None:
+        raise count
     for name, n in lengths:  # plain ints come as they were passed (api's look-up key): -3 is RA305 here
         if not symbolic(n):
             check_length_value(r, name, n)

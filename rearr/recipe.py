@@ -126,12 +126,16 @@ def validate(
     op: str,
     reduction: Reduction = None,
     lengths: Mapping[str, object] | None = None,
+    complete: bool = False,
 ) -> RearrError | None:
     """The library's own checks, as a value: None when the call is valid.
 
     ``lengths`` maps keyword names to their values, or to UNKNOWN where the
     value is not known without running (a variable). `rearr check` and the
     layers' constructors use this; the library raises the same errors.
+    With ``complete``, the keywords are all that the call passes (a function
+    call without ``**kwargs``; a layer takes its indexes later): an index among
+    none of them was not passed.
     """
     lengths = dict(lengths or {})
     try:
@@ -139,9 +143,28 @@ def validate(
         for name, value in lengths.items():
             if value is not UNKNOWN and name not in recipe.index_names:
                 check_length_value(recipe, name, value)
+        if complete:
+            missing = [s for s in recipe.gathers + recipe.scatters if s.name not in lengths]
+            if missing:
+                raise index_not_passed(recipe, missing[0])
     except RearrError as e:
         return e
     return None
+
+
+def index_not_passed(recipe: Recipe, spec: IndexSpec) -> RearrError:
+    """An index of the pattern that the call does not pass (the planner; rearr check for a call that
+    passes every keyword in its source)."""
+    return _err(recipe.text, "RA301", f"index {spec.name!r} was not passed", spec.col,
+                f"pass it as a keyword: {spec.name}=<integer tensor>")
+
+
+def einsum_operand_count(recipe: Recipe, tensors: int) -> RearrError | None:
+    """The error of an einsum given another number of tensors than its pattern has operands, or None."""
+    if len(recipe.inputs) == tensors:
+        return None
+    return RearrError(f"the pattern has {len(recipe.inputs)} input operands, {tensors} tensors were given",
+                      code="RA206", pattern=recipe.text, hint="give one operand per tensor, separated by ','")
 
 
 def check_length_value(recipe: Recipe, name: str, value: object) -> int:

@@ -342,7 +342,8 @@ def test_index_keywords_are_not_lengths():
     assert check(source) == at(source, (3, "RA200", "n -> b"))
 
 
-def test_kwargs_silence_only_the_length_errors():
+def test_kwargs_silence_only_the_missing_length_errors():
+    """**lengths may hold a missing length (RA301), but no keyword in it makes h= name an axis (RA300)."""
     source = "\n".join([
         "from rearr import rearrange, repeat",
         "rearrange(x, 'b c -> c b', h=3)",
@@ -352,7 +353,8 @@ def test_kwargs_silence_only_the_length_errors():
         "repeat(x, 'b -> b n n', **lengths)",
         "rearrange(x, 'b (c h) -> b c h', h=-1, **lengths)",
     ])
-    assert check(source) == at(source, (2, "RA300", "'b c"), (4, "RA301", "n'"), (6, "RA201", "n'"), (7, "RA305", "h)"))
+    assert check(source) == at(source, (2, "RA300", "'b c"), (3, "RA300", "'b c"), (4, "RA301", "n'"),
+                               (6, "RA201", "n'"), (7, "RA305", "h)"))
 
 
 def test_implicit_concatenation_is_one_pattern_reported_at_its_start():
