@@ -83,13 +83,20 @@ def concat(xs: list, axis: int) -> da.Array:
 
 
 def reduce(step: Reduce):
-    """numpy's reduce factory, but for max/min of an array with no elements: dask computes those to a
-    wrong shape ((2, 0, 3) -> (1, 1, 0) over no axis). Such a result holds nothing: an empty array of
-    the planned shape. (A 0-length reduced axis never reaches here: max/min of nothing is RA400.)"""
+    """numpy's reduce factory, but where dask's own call differs from numpy's: the mean of float16,
+    which dask adds in float16 (numpy in float32), and max/min of an array with no elements, which dask
+    computes to a wrong shape ((2, 0, 3) -> (1, 1, 0) over no axis): such a result holds nothing, an
+    empty array of the planned shape. (A 0-length reduced axis never reaches here: RA400.)"""
     run = _np_reduce(step)
+    axes = step.axes
+    if step.reduction == "mean":
+        def mean(x: da.Array, env) -> da.Array:
+            if x.dtype == np.float16:
+                return x.mean(axis=axes, dtype=np.float32).astype(np.float16)
+            return run(x, env)
+        return mean
     if step.reduction not in ("max", "min"):
         return run
-    axes = step.axes
 
     def run_dask(x: da.Array, env) -> da.Array:
         if 0 in x.shape:
