@@ -483,7 +483,7 @@ def scatter(
             raise RearrError("scatter's reduction is a name", code="RA400",
                              hint=f"one of {', '.join(recipe.SCATTER_REDUCTIONS)}")
         if fill is not None and (isinstance(fill, bool) or not isinstance(fill, numbers.Number)) \
-                and not planner.symbolic(fill):  # a SymFloat / SymInt: a number under torch.compile
+                and not planner.symbolic_number(fill):  # a SymFloat / SymInt: a number under torch.compile
             if not (getattr(fill, "shape", None) == () and hasattr(fill, "item")):
                 raise RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500",
                                  hint="pass a Python number, e.g. fill=0.0; to start from a tensor, use into=")
@@ -802,7 +802,7 @@ def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
         result: dict[str, int] = {}
         for k, name, want, col in _parse_shape_layout(pattern, len(shape)):
             n = shape[k]
-            if n != n:  # NaN: a dask array whose chunk sizes are not known yet
+            if planner.unknown_length(n):
                 raise RearrError(f"dimension {k} has an unknown length", code="RA304", pattern=pattern, col=col,
                                  hint="compute it first: x = x.compute_chunk_sizes() (dask)")
             if name is not None:

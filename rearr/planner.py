@@ -32,10 +32,21 @@ from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_va
 
 
 def symbolic(n: object) -> bool:
-    """A torch.SymInt (or SymFloat, a fill= under torch.compile): a number that torch.compile keeps
-    symbolic (a dynamic shape). The planner computes with it as with an int; int(n) would specialize
-    the compiled code to one value, and comparing it with a constant would add a guard."""
+    """A torch.SymInt: a length that torch.compile keeps symbolic (a dynamic shape). The planner
+    computes with it as with an int; int(n) would specialize the compiled code to one value, and
+    comparing it with a constant would add a guard."""
+    return type(n).__name__ == "SymInt"
+
+
+def symbolic_number(n: object) -> bool:
+    """A torch.SymInt or SymFloat: a number (scatter's fill=) that torch.compile keeps symbolic. Not a
+    length: a SymFloat length is refused as a float is."""
     return type(n).__name__ in ("SymInt", "SymFloat")
+
+
+def unknown_length(n: object) -> bool:
+    """NaN: a length of a dask array whose chunk sizes are not known yet."""
+    return not symbolic(n) and n != n
 
 
 def length_of(n: object) -> int:
@@ -263,11 +274,11 @@ def plan(
     into_shape: tuple[int, ...] | None = None,
 ) -> Plan:
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
-    if any(not symbolic(n) and n != n for n in shape):  # NaN: a dask array whose chunk sizes are not known yet
+    if any(map(unknown_length, shape)):
         raise _err(recipe, "RA304", f"the input's shape {tuple(shape)} has unknown lengths", None,
                    "compute them first: x = x.compute_chunk_sizes() (dask)")
     for name, index_shape in index_shapes:
-        if any(not symbolic(n) and n != n for n in index_shape):
+        if any(map(unknown_length, index_shape)):
             col = next((s.col for s in recipe.gathers + recipe.scatters if s.name == name), None)
             raise _err(recipe, "RA304", f"index {name!r} has shape {tuple(index_shape)}, with unknown lengths", col,
                        f"compute them first: {name} = {name}.compute_chunk_sizes() (dask)")

@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import RearrError
 from .plan import AdvancedIndex, Expand, GatherAlong, Reduce, Reshape, ScatterAlong, ScatterRows, TakeRows
-from .planner import symbolic
+from .planner import symbolic_number
 
 KINDS = ("bool", "int", "uint", "float", "complex", "other")
 NUMBERS = frozenset(KINDS[:-1])
@@ -161,7 +161,7 @@ def prelude(steps: tuple, backend: ModuleType) -> Callable[[Any, Any], Any] | No
             if largest >= _SMALL:
                 check_bytes(largest, itemsize_of(x))
             passed.add(key)
-        if scatter is not None and not symbolic(env.fill) and env.fill != 0 and env.into is None \
+        if scatter is not None and not symbolic_number(env.fill) and env.fill != 0 and env.into is None \
                 and kind_of(x) != "other":  # (a SymFloat fill under torch.compile: the backend's own rules)
             env.fill = check_fill(kind_of(x), bounds_of(x), x.dtype, env.fill)
         return x

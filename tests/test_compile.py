@@ -475,3 +475,14 @@ def test_vmap_over_the_index_alone_of_a_scatter(reduction):
         return rearr.scatter(x, "b k -> b n[d: b k]", reduction, d=d, n=6)
 
     assert torch.allclose(torch.func.vmap(f)(d), torch.stack([f(i) for i in d]))
+
+
+def test_a_symbolic_float_length_is_refused_as_a_float_is():
+    """A SymFloat is a number for fill= (above), never a length: h=x.shape[1] / 2 is RA305, as h=2.0 is."""
+    def f(x):
+        return rearr.rearrange(x, "b (h w) -> b h w", h=x.shape[1] / 2)
+
+    with pytest.raises(RearrError, match="RA305"):
+        f(torch.zeros(2, 4))
+    with pytest.raises(Exception, match="RA305"):  # dynamo wraps rearr's error in its own
+        torch.compile(f, backend="eager", dynamic=True, fullgraph=True)(torch.zeros(2, 4))
