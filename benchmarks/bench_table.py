@@ -14,8 +14,8 @@ Cold rows (fresh processes, rearr and einops alternating, the median over
 
     import            `import rearr` / `import einops` with numpy loaded, bytecode warm
     first call        the first rearrange in a process that has torch loaded
-                      (rearr's parser cache warm; a second row with it empty, which
-                      happens once per machine and grammar)
+                      (bytecode warm, as after an install; a second row with no
+                      bytecode at all, as in a checkout under PYTHONDONTWRITEBYTECODE)
     new pattern       the first call of a pattern not seen yet, in a warm process
 
 torch runs on one thread. Results are checked against the hand-written ones
@@ -35,10 +35,12 @@ import argparse
 import itertools
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import _harness  # benchmarks/_harness.py: the clock, interleaved rounds, malloc pinning
 
@@ -239,9 +241,14 @@ def print_row(name: str, bound: str, t: dict) -> None:
 # --- cold rows: fresh processes -------------------------------------------------------------
 
 
-def _child_env(cache_dir: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(_harness.ROOT), REARR_CACHE_DIR=cache_dir)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode warm: an installed package has its .pyc
+def _child_env(bare: str | None = None) -> dict:
+    """rearr's bytecode warm (an installed package has its .pyc), or none at all: a copy of the package
+    without __pycache__ in the folder ``bare``, under PYTHONDONTWRITEBYTECODE (numpy's and torch's stay warm)."""
+    env = dict(os.environ, PYTHONPATH=str(_harness.ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if bare is not None:
+        shutil.copytree(_harness.ROOT / "rearr", Path(bare) / "rearr", ignore=shutil.ignore_patterns("__pycache__"))
+        env.update(PYTHONPATH=bare, PYTHONDONTWRITEBYTECODE="1")
     return env
 
 
@@ -260,20 +267,20 @@ FIRST = ("import time, torch, numpy, {lib}; x = torch.zeros(2, 3, 4, 5); t = tim
 
 
 def cold_rows(repeats: int) -> None:
-    with tempfile.TemporaryDirectory() as warm_dir, tempfile.TemporaryDirectory() as scratch:
-        env = _child_env(warm_dir)
-        for lib in ("rearr", "einops"):  # warm the bytecode and rearr's parser cache
+    with tempfile.TemporaryDirectory() as scratch:
+        env = _child_env()
+        for lib in ("rearr", "einops"):  # warm the bytecode
             _cpu_ms(FIRST.format(lib=lib), env)
         figures: dict[str, dict[str, list[float]]] = {}
         for _ in range(repeats):
             for row, code in (("import (numpy loaded)", IMPORT), ("first call, torch loaded", FIRST)):
                 for lib in ("rearr", "einops"):
                     figures.setdefault(row, {}).setdefault(lib, []).append(_cpu_ms(code.format(lib=lib), env))
-            empty = _child_env(tempfile.mkdtemp(dir=scratch))  # a machine that never ran rearr
-            figures.setdefault("first call, parser cache empty (once)", {}).setdefault("rearr", []).append(
-                _cpu_ms(FIRST.format(lib="rearr"), empty))
+            cold = _child_env(tempfile.mkdtemp(dir=scratch))
+            figures.setdefault("first call, no bytecode", {}).setdefault("rearr", []).append(
+                _cpu_ms(FIRST.format(lib="rearr"), cold))
         bounds = {"import (numpy loaded)": "rearr <= 1.2x einops", "first call, torch loaded": "rearr <= 10 ms",
-                  "first call, parser cache empty (once)": "information"}
+                  "first call, no bytecode": "information"}
         for row, libs in figures.items():
             med = {lib: statistics.median(v) for lib, v in libs.items()}
             ein = f"{med['einops']:8.2f}ms" if "einops" in med else f"{'-':>10}"

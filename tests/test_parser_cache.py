@@ -1,4 +1,5 @@
-"""The stand-alone LALR parser (rearr/_lalr.py): made from grammar.lark by Lark, cached, never stale."""
+"""The stand-alone LALR parser (rearr/_lalr.py): generated from grammar.lark by Lark, shipped in the package,
+never stale; nothing read from or written to a cache folder."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import marshal
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -55,69 +57,95 @@ class _NoTransform:
     pass
 
 
-def test_cache_is_written_then_read_without_lark(tmp_path, monkeypatch):
-    monkeypatch.setenv("REARR_CACHE_DIR", str(tmp_path))
-    _lalr.load(_NoTransform())
-    (cached,) = tmp_path.iterdir()
-    assert cached.name.endswith(f"-{sys.implementation.cache_tag}.bin")
-    # a fresh process finds it and never imports lark
+def test_shipped_parser_matches_grammar_lark():
+    """Fails when grammar.lark was edited and `python -m rearr._lalr` was not run again."""
+    import rearr._lalr_standalone as shipped
+
+    assert shipped.GRAMMAR_SHA256 == _lalr.grammar_digest(_lalr.GRAMMAR.read_text(encoding="utf-8"))
+    module, _ = _lalr.load(_NoTransform())
+    assert module is shipped
+
+
+def test_regenerating_gives_a_parser_with_the_same_answers(tmp_path):
+    """The generator still works with the installed lark, and what it writes parses like the shipped file."""
+    source = _lalr.generate(_lalr.GRAMMAR.read_text(encoding="utf-8"))
+    assert source.startswith(_lalr.HEADER)
+    path = tmp_path / "regenerated.py"
+    path.write_text(source, encoding="utf-8")
+    code = ("import sys, runpy; sys.path.insert(0, sys.argv[1]); import rearr.parser as p;"
+            "m = runpy.run_path(sys.argv[2], run_name='rearr._lalr_standalone');"
+            "new = m['Lark_StandAlone'](transformer=p._ToIR());"
+            "print([new.parse(t) == p._lalr()[1].parse(t) for t in sys.argv[3:]])")
+    out = subprocess.run([sys.executable, "-c", code, str(REPO), str(path), *VALID], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == repr([True] * len(VALID))
+
+
+def _fresh_process(env: dict, cwd: Path) -> subprocess.CompletedProcess:
     code = ("import sys, numpy as np, rearr; rearr.rearrange(np.zeros((2, 3)), 'a b -> b a');"
             "print('lark' in sys.modules)")
-    env = {**os.environ, "REARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1", **env}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=cwd)
+
+
+def test_a_fresh_process_imports_no_lark_and_writes_no_file(tmp_path):
+    home, cache, cwd = (tmp_path / d for d in ("home", "cache", "cwd"))
+    for d in (home, cache, cwd):
+        d.mkdir()
+    out = _fresh_process({"HOME": str(home), "XDG_CACHE_HOME": str(cache), "REARR_CACHE_DIR": str(cache / "r")}, cwd)
     assert out.stdout.split() == ["False"]
-    assert list(tmp_path.iterdir()) == [cached]
+    assert out.stderr == ""
+    assert [p for d in (home, cache, cwd) for p in d.rglob("*")] == []
 
 
-def _cached_file(tmp_path: Path) -> Path:
-    (path,) = tmp_path.iterdir()
-    return path
+def _old_entry_name() -> str:
+    """The name under which the parser cache of earlier versions kept its entry."""
+    text = _lalr.GRAMMAR.read_text(encoding="utf-8")
+    key = zlib.crc32(f"1\n{_lalr.START}\n{_lalr.LEXER}\n{text}".encode())
+    return f"lalr-{key:08x}-{sys.implementation.cache_tag}.bin"
 
 
-def test_a_parser_made_from_another_grammar_text_is_not_used(tmp_path, monkeypatch):
-    """grammar.lark stays the one definition: a cache entry records the text it was made from."""
+def test_a_planted_cache_entry_is_never_executed(tmp_path):
+    """An entry that another user could plant in a shared cache folder: rearr reads no cache folder at all."""
+    text = _lalr.GRAMMAR.read_text(encoding="utf-8")
+    evil = compile("import sys; sys.stdout.write('PLANTED RAN'); raise SystemExit(3)", "planted", "exec")
+    (tmp_path / _old_entry_name()).write_bytes(marshal.dumps((1, text, evil)))
+    out = _fresh_process({"REARR_CACHE_DIR": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path)}, tmp_path)
+    assert out.stdout.split() == ["False"]
+
+
+@pytest.mark.parametrize("body", ["raise RuntimeError('broken entry')", "x = 1", "def Lark_StandAlone(**kw): return 3"])
+def test_an_entry_that_fails_when_executed_breaks_nothing(tmp_path, monkeypatch, body):
+    """A well-formed entry whose code raises, lacks Lark_StandAlone or returns the wrong type."""
+    text = _lalr.GRAMMAR.read_text(encoding="utf-8")
+    (tmp_path / _old_entry_name()).write_bytes(marshal.dumps((1, text, compile(body, "bad", "exec"))))
     monkeypatch.setenv("REARR_CACHE_DIR", str(tmp_path))
-    _lalr.load(_NoTransform())
-    path = _cached_file(tmp_path)
-    fmt, text, code = marshal.loads(path.read_bytes())
-    stale = compile("raise AssertionError('a stale parser ran')", "stale", "exec")
-    path.write_bytes(marshal.dumps((fmt, text + "\n// edited", stale)))
-    module, _ = _lalr.load(_NoTransform())  # made again, not the stale code
-    assert hasattr(module, "Lark_StandAlone")
-    assert marshal.loads(path.read_bytes())[1] == text  # and the entry is replaced
-
-
-@pytest.mark.parametrize("damage", [b"", b"not marshal data", marshal.dumps((1, 2))])
-def test_a_damaged_cache_file_is_made_again(tmp_path, monkeypatch, damage):
-    monkeypatch.setenv("REARR_CACHE_DIR", str(tmp_path))
-    _lalr.load(_NoTransform())
-    path = _cached_file(tmp_path)
-    path.write_bytes(damage)
-    module, _ = _lalr.load(_NoTransform())
-    assert hasattr(module, "Lark_StandAlone")
-    assert marshal.loads(path.read_bytes())[0] == _lalr.FORMAT
-
-
-def test_no_cache_when_the_folder_cannot_be_written(tmp_path, monkeypatch):
-    blocker = tmp_path / "a file, not a folder"
-    blocker.write_text("")
-    monkeypatch.setenv("REARR_CACHE_DIR", str(blocker / "rearr"))
-    module, standalone = _lalr.load(parser._ToIR())  # made in memory
+    module, standalone = _lalr.load(parser._ToIR())
     assert standalone.parse("a b -> b a").outputs[0].dims[0].name == "b"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file, not a folder"]
 
 
-def test_empty_cache_dir_means_no_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("REARR_CACHE_DIR", "")
-    assert _lalr.cache_dir() is None
-    monkeypatch.chdir(tmp_path)
+def test_a_planted_symlink_is_not_followed(tmp_path, monkeypatch):
+    """The temporary file name of the earlier cache writer, planted as a link to a victim file."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / f"{_old_entry_name()}.{os.getpid()}.tmp").symlink_to(victim)
+    monkeypatch.setenv("REARR_CACHE_DIR", str(shared))
     _lalr.load(_NoTransform())
-    assert list(tmp_path.iterdir()) == []
+    assert victim.read_text() == "precious"
+    assert sorted(p.name for p in shared.iterdir()) == [f"{_old_entry_name()}.{os.getpid()}.tmp"]
 
 
-def test_default_cache_dir(monkeypatch, tmp_path):
-    monkeypatch.delenv("REARR_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert _lalr.cache_dir() == tmp_path / "rearr"
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    assert _lalr.cache_dir() == Path.home() / ".cache" / "rearr"
+def test_an_edited_grammar_is_built_in_memory_with_one_note(tmp_path, monkeypatch, capsys):
+    """A checkout whose grammar.lark changed after generation parses by the edited grammar, never the stale one."""
+    edited = tmp_path / "grammar.lark"
+    edited.write_text(_lalr.GRAMMAR.read_text(encoding="utf-8") + "\n// edited\n", encoding="utf-8")
+    monkeypatch.setattr(_lalr, "GRAMMAR", edited)
+    monkeypatch.setattr(_lalr, "_noted", [])
+    monkeypatch.setitem(sys.modules, _lalr.MODULE, sys.modules[_lalr.MODULE])  # restored afterwards
+    for _ in range(2):
+        module, standalone = _lalr.load(parser._ToIR())
+        assert module.__file__ == "<in memory>"
+        assert standalone.parse("a b -> b a").outputs[0].dims[0].name == "b"
+    assert capsys.readouterr().err.count("python -m rearr._lalr") == 1
