@@ -174,6 +174,7 @@ def _direct(
     index_names = tuple(u.name for u in uses)
     length_names = tuple(name for name in names if name not in index_names)
     checked = tuple(u for u in uses if u.name not in natively_checked)
+    native_uses = tuple(u for u in uses if u.name in natively_checked)
 
     def call(x: Any, kwargs: dict[str, Any]) -> Any:
         for name in index_names:
@@ -183,14 +184,21 @@ def _direct(
             if kwargs[name].__class__ is not int:
                 return _CAREFUL
         indices = kwargs  # the steps read only the index names (IndexEnv keeps them apart from text/fill/into)
-        try:
-            if checked:
-                indices = dict(kwargs)
+        if checked:
+            indices = dict(kwargs)
+            try:
                 for use in checked:
                     indices[use.name] = check_index(indices[use.name], use, pattern)
-            return steps(x, IndexEnv(pattern, indices, 0, None))
-        except Exception:  # a bad value (refused by the native call or by check_index), or another failure
-            return _CAREFUL
+            except Exception:  # a bad value: the careful path names it (nothing has run yet)
+                return _CAREFUL
+        env = IndexEnv(pattern, indices, 0, None)
+        try:
+            return steps(x, env)
+        except Exception:
+            out = _after_refusal(steps, x, env, native_uses, backend)
+            if out is None:
+                raise
+            return out
 
     return call
 
@@ -245,14 +253,27 @@ def _run(
                     break
             return _plan_of(op, pattern, reduction, tensor, backend, kwargs)(tensor, None)
         return _run_indexed(op, tensor, backend, pattern, reduction, kwargs, None, 0, check_bounds)
-    except RearrError as e:
+    except Exception as e:
+        _raise_in_context(e, op, tensor, pattern, kwargs)
+        raise
+
+
+def _raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs: dict, *more: object) -> None:
+    """What a failed call raises: a RearrError with the call's pattern, shape and op filled in; the
+    RearrError that says why torch refused a sparse or nested tensor (policy.refuse_unusual); or, by
+    returning, e itself for the caller to re-raise unchanged."""
+    if isinstance(e, RearrError):
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
-    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
+    if isinstance(e, RuntimeError | NotImplementedError):
         from . import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
 
-        policy.refuse_unusual(e, _BY_TYPE.get(type(tensor)) or backend_for(tensor), (tensor, *kwargs.values()))
-        raise
+        first = tensor[0] if isinstance(tensor, list | tuple) and tensor else tensor
+        try:
+            backend = _BY_TYPE.get(type(first)) or backend_for(first)
+        except RearrError:  # not a tensor: e stands
+            return
+        policy.refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
 
 
 def _plan_of(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Callable:
@@ -274,7 +295,7 @@ def _length(op: str, pattern: str, reduction: object, kwargs: dict, name: str, v
     return value if name in r.index_names else recipe.check_length_value(r, name, value)
 
 
-def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds, native=True):
+def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds):
     if not isinstance(pattern, str):
         recipe.parse(pattern)  # raises the RearrError that says so
     into_shape = None
@@ -283,12 +304,12 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
         into_shape = tuple(into.shape)
     uses, run, natively_checked, steps = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
     indices: dict[str, Any] = {}
-    left_to_native = False
+    left_to_native = []
     for use in uses:
         t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
         if check_bounds:
-            if native and use.name in natively_checked and backend.checks_natively(t):
-                left_to_native = True
+            if use.name in natively_checked and backend.checks_natively(t):
+                left_to_native.append(use)
             else:
                 t = backend.check_index(t, use, pattern)
         indices[use.name] = t
@@ -296,9 +317,10 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
     if left_to_native:
         try:
             out = run(x, env)
-        except Exception:  # a value the native call refused (or another failure): again with rearr's checks,
-            # which count negative values from the end and name a bad value with RA501
-            return _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, True, native=False)
+        except Exception:
+            out = _after_refusal(run, x, env, left_to_native, backend)
+            if out is None:
+                raise
     elif check_bounds:
         out = run(x, env)
     else:
@@ -310,13 +332,27 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
             raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
                              hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                              "to find the bad one") from None
-    if into is None and native and hasattr(backend, "ready_index"):
+    if into is None and hasattr(backend, "ready_index"):
         try:  # the dtype check passed: the next such call finds the plan's native calls in _DIRECT
             _direct_runs.get(_direct_key(op, x, pattern, reduction, kwargs),
                              _direct, uses, steps, natively_checked, backend, pattern, tuple(kwargs))
         except TypeError:  # unhashable: see _CACHES
             pass
     return out
+
+
+def _after_refusal(run: Callable, x: Any, env: IndexEnv, left: Iterable, backend: Any) -> Any:
+    """A plan failed whose indexes ``left`` rearr left to the native calls to check. rearr's own check
+    now names a bad value (RA501, raised). An index whose values were all in range but negative ones
+    (counted from the end by rearr; numpy's native calls count them too, torch's refuse them before any
+    work) runs the plan with those counted: the one plan that did its work. Otherwise None: the
+    plan's own error stands, raised by the caller."""
+    indices, counted = dict(env.indices), False
+    for use in left:
+        t = indices[use.name]
+        indices[use.name] = backend.check_index(t, use, env.text)
+        counted = counted or indices[use.name] is not t
+    return run(x, IndexEnv(env.text, indices, env.fill, env.into)) if counted else None
 
 
 def _index_fault(e: Exception) -> bool:
@@ -399,20 +435,25 @@ def rearrange(
     >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
     (3, 8)
     """
+    run = indexed = None
     try:  # a call seen before: one look-up, then its plan's function (see _Plans)
         lengths = _int_lengths(axes_lengths) if axes_lengths else ()
         if lengths is not None:  # else an index tensor (or a length to validate): _run
             run = _RUNS.get(("rearrange", pattern, None, tensor.__class__, tensor.shape, lengths))
-            if run is not None:
-                return run(tensor, None)
         elif check_bounds is True:  # an index tensor: see _DIRECT
-            run = _DIRECT.get(_direct_key("rearrange", tensor, pattern, None, axes_lengths))
-            if run is not None:
-                out = run(tensor, axes_lengths)
-                if out is not _CAREFUL:  # else it declined: _run says why
-                    return out
-    except Exception:  # not hashable, or the call failed: _run plans it, or raises the error that says why
+            indexed = _DIRECT.get(_direct_key("rearrange", tensor, pattern, None, axes_lengths))
+    except Exception:  # not hashable, or not a tensor: _run plans it, or raises the error that says why
         pass
+    try:  # the plan runs once: what it raises is what the caller sees (with the call's context)
+        if run is not None:
+            return run(tensor, None)
+        if indexed is not None:
+            out = indexed(tensor, axes_lengths)
+            if out is not _CAREFUL:  # else it declined before running: _run says why
+                return out
+    except Exception as e:
+        _raise_in_context(e, "rearrange", tensor, pattern, axes_lengths)
+        raise
     return _run("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
 
 
@@ -421,13 +462,18 @@ def reduce(
 ) -> Tensor:
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
+    run = None
     try:  # as in rearrange
         run = _RUNS.get(("reduce", pattern, reduction, tensor.__class__, tensor.shape,
                          _int_lengths(axes_lengths) if axes_lengths else ()))
-        if run is not None:
-            return run(tensor, None)
     except Exception:
         pass
+    if run is not None:
+        try:
+            return run(tensor, None)
+        except Exception as e:
+            _raise_in_context(e, "reduce", tensor, pattern, axes_lengths)
+            raise
     if not callable(reduction) and not isinstance(reduction, str):
         raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
                          code="RA400", pattern=pattern if isinstance(pattern, str) else None,
@@ -438,13 +484,18 @@ def reduce(
 
 def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
     """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
+    run = None
     try:  # as in rearrange
         run = _RUNS.get(("repeat", pattern, None, tensor.__class__, tensor.shape,
                          _int_lengths(axes_lengths) if axes_lengths else ()))
-        if run is not None:
-            return run(tensor, None)
     except Exception:
         pass
+    if run is not None:
+        try:
+            return run(tensor, None)
+        except Exception as e:
+            _raise_in_context(e, "repeat", tensor, pattern, axes_lengths)
+            raise
     return _run("repeat", tensor, pattern, None, axes_lengths)
 
 
@@ -467,14 +518,19 @@ def scatter(
     (torch's include_self=True) and ``fill`` is not used. No input is modified.
     """
     if fill is None and into is None and check_bounds is True:  # a call seen before: see _DIRECT
+        run = None
         try:
             run = _DIRECT.get(_direct_key("scatter", src, pattern, reduction, lengths_and_indices))
-            if run is not None:
-                out = run(src, lengths_and_indices)
-                if out is not _CAREFUL:  # else it declined: the careful path says why
-                    return out
         except Exception:  # not hashable, or not a tensor: the careful path below
             pass
+        if run is not None:
+            try:
+                out = run(src, lengths_and_indices)
+            except Exception as e:  # as in rearrange: the plan ran once
+                _raise_in_context(e, "scatter", src, pattern, lengths_and_indices)
+                raise
+            if out is not _CAREFUL:  # else it declined before running: the careful path says why
+                return out
     try:
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
@@ -494,14 +550,8 @@ def scatter(
             x, backend = _tensor_and_backend(src)
         return _run_indexed("scatter", x, backend, pattern, reduction, lengths_and_indices, into,
                             0 if fill is None else fill, check_bounds)
-    except RearrError as e:
-        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
-                             shape=_shape_of(src), op="scatter") from None
-    except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
-        from . import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
-
-        policy.refuse_unusual(e, _BY_TYPE.get(type(src)) or backend_for(src),
-                              (src, into, *lengths_and_indices.values()))
+    except Exception as e:
+        _raise_in_context(e, "scatter", src, pattern, lengths_and_indices, into)
         raise
 
 
@@ -663,7 +713,7 @@ def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[in
             if backend_for(t) is not backend:
                 raise RearrError(f"tensor {i} is a {type(t).__name__}, tensor 0 a {type(tensors[0]).__name__}",
                                  code="RA500", pattern=pattern, hint="pack tensors of one library")
-            shape = tuple(t.shape)
+            shape = planner.known_shape(t.shape, f"tensor {i}")
             if len(shape) < before + after:
                 raise RearrError(f"tensor {i} has {len(shape)} dimensions, the pattern needs at least "
                                  f"{before + after}", code="RA304", pattern=pattern, col=0,
@@ -689,7 +739,7 @@ def unpack(tensor: Tensor, packed_shapes: Iterable[Sequence[int]], pattern: str)
     try:
         before, after = _pack_split(pattern, "unpack")
         backend = backend_for(tensor)
-        shape = tuple(tensor.shape)
+        shape = planner.known_shape(tensor.shape, "the tensor")
         if len(shape) != before + after + 1:
             raise RearrError(f"the tensor has {len(shape)} dimensions, the pattern {before + after + 1}",
                              code="RA304", pattern=pattern, col=0, hint="unpack the tensor that pack made")
@@ -786,7 +836,7 @@ def asnumpy(tensor: Any) -> Any:
     backend = backend_for(tensor)
     try:
         return backend.to_numpy(tensor)
-    except (TypeError, RuntimeError) as e:  # a dtype numpy lacks (bfloat16, float8), a sparse tensor ...
+    except (TypeError, RuntimeError, BufferError, ValueError) as e:  # bfloat16, a sparse tensor, a GPU array ...
         raise RearrError(f"{backend.name} cannot give this {getattr(tensor, 'dtype', '')} tensor to numpy: {e}",
                          code="RA500", shape=_shape_of(tensor),
                          hint="convert it first, e.g. asnumpy(x.float())") from None
@@ -801,12 +851,12 @@ def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
             recipe.parse(pattern)  # the RearrError that says a pattern is a str (not a cache's TypeError)
         result: dict[str, int] = {}
         for k, name, want, col in _parse_shape_layout(pattern, len(shape)):
-            n = shape[k]
+            n = shape[k]  # a skipped dimension ('_', '...') may stay unknown
             if planner.unknown_length(n):
-                raise RearrError(f"dimension {k} has an unknown length", code="RA304", pattern=pattern, col=col,
-                                 hint="compute it first: x = x.compute_chunk_sizes() (dask)")
+                raise planner.unknown_lengths(f"dimension {k} of the input's shape {shape} is unknown", col=col)
+            n = planner.length_of(n)
             if name is not None:
-                result[name] = n if planner.symbolic(n) else int(n)
+                result[name] = n
             elif n != want:
                 raise RearrError(f"dimension {k} has length {n}, the pattern says {want}", code="RA303",
                                  pattern=pattern, col=col, hint="use '_' to skip a dimension")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from .errors import RearrError
 from .plan import (
@@ -50,8 +51,24 @@ def unknown_length(n: object) -> bool:
 
 
 def length_of(n: object) -> int:
-    """A length as an int, or as it is when symbolic (see `symbolic`)."""
+    """A length as an int, or as it is when symbolic (see `symbolic`). Not for a tensor's shape, which
+    may hold unknown lengths: `known_shape` says so first."""
     return n if symbolic(n) else int(n)  # type: ignore[return-value, call-overload]
+
+
+def known_shape(shape: Iterable[object], what: str = "the input", name: str = "x",
+                col: int | None = None) -> tuple[int, ...]:
+    """A tensor's shape as lengths (`length_of`). The one rule, used wherever a tensor's length becomes
+    an int: an unknown length (a dask array after boolean masking) is RA304, whose fix computes it."""
+    shape = tuple(shape)
+    if any(map(unknown_length, shape)):
+        raise unknown_lengths(f"{what} has shape {shape}, with unknown lengths", name, col)
+    return tuple(map(length_of, shape))
+
+
+def unknown_lengths(message: str, name: str = "x", col: int | None = None) -> RearrError:
+    return RearrError(message, code="RA304", col=col,
+                      hint=f"compute them first: {name} = {name}.compute_chunk_sizes() (dask)")
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -274,15 +291,13 @@ def plan(
     into_shape: tuple[int, ...] | None = None,
 ) -> Plan:
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
-    if any(map(unknown_length, shape)):
-        raise _err(recipe, "RA304", f"the input's shape {tuple(shape)} has unknown lengths", None,
-                   "compute them first: x = x.compute_chunk_sizes() (dask)")
-    for name, index_shape in index_shapes:
-        if any(map(unknown_length, index_shape)):
+    try:
+        shape = known_shape(shape)
+        for name, index_shape in index_shapes:
             col = next((s.col for s in recipe.gathers + recipe.scatters if s.name == name), None)
-            raise _err(recipe, "RA304", f"index {name!r} has shape {tuple(index_shape)}, with unknown lengths", col,
-                       f"compute them first: {name} = {name}.compute_chunk_sizes() (dask)")
-    shape = tuple(n if symbolic(n) else int(n) for n in shape)
+            known_shape(index_shape, f"index {name!r}", name, col)
+    except RearrError as e:
+        raise e.with_context(pattern=recipe.text) from None
     ins, outs, ellipsis_axes, lens = _resolve(recipe, shape, lengths)
     gathers, scatters = _specs(recipe.gathers, ellipsis_axes), _specs(recipe.scatters, ellipsis_axes)
     if into_shape is not None:

@@ -12,7 +12,7 @@ import math
 from typing import NamedTuple
 
 from .errors import RearrError
-from .planner import length_of, symbolic
+from .planner import known_shape, length_of, symbolic
 from .recipe import ELLIPSIS, analyze, check_length_value, einsum_operand_count
 
 
@@ -43,7 +43,7 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
     ellipses: list[tuple[int, ...]] = []
     operands = []  # per input: (dims, the tensor's length of each dim)
     for k, (dims, shape) in enumerate(zip(r.inputs, shapes)):
-        shape = tuple(length_of(n) for n in shape)
+        shape = known_shape(shape, f"operand {k}", col=dims[0].col if dims else None)
         has_ell = any(d.names == (ELLIPSIS,) for d in dims)
         n_fixed = len(dims) - has_ell
         if len(shape) != n_fixed and not (has_ell and len(shape) >= n_fixed):

@@ -58,7 +58,11 @@ CASES = {
     "gather `[idx]`": lambda mk: rearr.rearrange(mk(X), "a b[i: k] c -> a k c", i=mk(IDX)),
     "`scatter`": lambda mk: rearr.scatter(mk(SRC), "a k -> a n[i]", "sum", i=mk(SIDX), n=4),
     "`parse_shape`": lambda mk: rearr.parse_shape(mk(X), "a _ c"),
+    "`asnumpy`": lambda mk: rearr.asnumpy(mk(X)),
 }
+# The public names that take no tensor, or that are tested elsewhere on every backend: explain prints code
+# (tests/test_explain.py), RearrError is the error class.
+NOT_IN_TABLE = {"explain", "RearrError"}
 
 
 def _table() -> list[tuple[str, str, str]]:
@@ -81,6 +85,11 @@ def test_the_table_lists_every_operation() -> None:
     assert sorted({op for op, _, _ in TABLE}) == sorted(CASES)
 
 
+def test_every_public_function_is_in_the_table() -> None:
+    named = {name for op in CASES for name in re.findall(r"`(\w+)`", op)} | {"rearrange"}
+    assert set(rearr.__all__) - NOT_IN_TABLE <= named, set(rearr.__all__) - NOT_IN_TABLE - named
+
+
 def _refuse_to_compute(*args, **kwargs):
     raise AssertionError("computed a dask graph")
 
@@ -94,6 +103,11 @@ def test_cell(op: str, backend: str, cell: str) -> None:
         return
     assert re.match(r"yes\b", cell), cell
     want = run(np.asarray)
+    if op == "`asnumpy`":
+        got = run(mk)
+        assert type(got) is np.ndarray, f"{type(got)} from {backend}"
+        np.testing.assert_array_equal(got, want)
+        return
     with dask.config.set(scheduler=_refuse_to_compute):  # 'lazy': building the result computes nothing
         got = run(mk)
     if isinstance(want, dict):

@@ -269,6 +269,66 @@ def test_unknown_chunk_sizes() -> None:
     np.testing.assert_array_equal(got.compute(), np.arange(4.0, 12.0).reshape(4, 2).T)
 
 
+def _masked():
+    """(x, u, k): u = x[mask] has an unknown first length; k is an index of unknown length."""
+    x = da.from_array(np.arange(40.0).reshape(10, 4), chunks=5)
+    i = da.from_array(np.arange(10), chunks=5)
+    return x, x[x[:, 0] > 5], i[i > 3] % 4
+
+
+UNKNOWN = {  # every public function that takes a tensor, with an unknown length where it reads one
+    "rearrange": lambda x, u, k: rearr.rearrange(u, "a b -> b a"),
+    "rearrange a list": lambda x, u, k: rearr.rearrange([u, u], "n a b -> a n b"),
+    "reduce": lambda x, u, k: rearr.reduce(u, "a b -> b", "sum"),
+    "repeat": lambda x, u, k: rearr.repeat(u, "a b -> a b c", c=2),
+    "gather": lambda x, u, k: rearr.rearrange(u, "a n[i] -> a", i=np.zeros(8, int)),
+    "gather, index unknown": lambda x, u, k: rearr.rearrange(x, "n[i: e] b -> e b", i=k),
+    "scatter": lambda x, u, k: rearr.scatter(u, "a b -> m[i: a] b", "sum", i=np.zeros(8, int), m=2),
+    "scatter, index unknown": lambda x, u, k: rearr.scatter(x[:6], "a b -> m[i: a] b", "sum", i=k, m=4),
+    "einsum": lambda x, u, k: rearr.einsum(u, x, "a b, c b -> a c"),
+    "einsum, one operand": lambda x, u, k: rearr.einsum(u, "a b -> b"),
+    "pack": lambda x, u, k: rearr.pack([u, u], "* b"),
+    "pack, second tensor": lambda x, u, k: rearr.pack([x[:8], u], "a *"),
+    "unpack": lambda x, u, k: rearr.unpack(u, [(2,), (-1,)], "* b"),
+    "unpack along the last axis": lambda x, u, k: rearr.unpack(u.T, [(2,), (6,)], "b *"),
+    "parse_shape": lambda x, u, k: rearr.parse_shape(u, "a b"),
+}
+
+
+@pytest.mark.parametrize("call", UNKNOWN.values(), ids=UNKNOWN)
+def test_an_unknown_length_is_ra304_in_every_function_and_its_fix_works(call) -> None:
+    x, u, k = _masked()
+    with pytest.raises(rearr.RearrError) as e:
+        call(x, u, k)
+    assert e.value.code == "RA304", e.value
+    assert "unknown" in str(e.value) and "compute_chunk_sizes()" in e.value.hint
+    want = call(np.asarray(x), np.asarray(u), np.asarray(k))
+    try:
+        fixed = call(x, u.compute_chunk_sizes(), k.compute_chunk_sizes())  # the hint, applied
+    except rearr.RearrError as refused:  # dask refuses scatters; that error's own fix computes the source
+        assert refused.code == "RA500" and "src.compute()" in refused.hint
+        fixed = call(x.compute(), u.compute(), k.compute())
+    for g, w in zip(*((v if isinstance(v, (list, tuple)) else [v]) for v in (fixed, want))):
+        if isinstance(w, dict):
+            assert g == w
+        elif isinstance(w, list):  # pack's shapes
+            assert [tuple(s) for s in g] == [tuple(s) for s in w]
+        else:
+            np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_parse_shape_skips_an_unknown_length_it_does_not_read() -> None:
+    _, u, _ = _masked()
+    assert rearr.parse_shape(u, "_ b") == {"b": 4}
+
+
+def test_asnumpy_computes() -> None:
+    x, u, _ = _masked()
+    got = rearr.asnumpy(u)
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, np.asarray(x)[np.asarray(x)[:, 0] > 5])
+
+
 def test_the_block_check_runs_where_the_backend_was_never_loaded() -> None:
     """A distributed worker imports rearr.backends.dask fresh, without the registry's load(): what runs
     on the blocks must not need it (a NameError on np there, once)."""

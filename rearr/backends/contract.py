@@ -61,6 +61,9 @@ class Backend(Protocol):
     def itemsize(self, x: Any) -> int:
         """Bytes per element of x's dtype."""
 
+    def to_numpy(self, x: Any) -> Any:
+        """x as a numpy array (rearr.asnumpy): computed if lazy, copied to the host if it is elsewhere."""
+
 
 # Read from the Protocol, so that the check and the interface cannot disagree.
 FUNCTIONS: tuple[str, ...] = tuple(n for n, v in vars(Backend).items() if callable(v) and not n.startswith("_"))

@@ -74,6 +74,10 @@ def accepts(x: object) -> bool:
     return isinstance(x, da.Array)
 
 
+def to_numpy(x: da.Array) -> np.ndarray:
+    return np.asarray(x.compute())  # the blocks' own type (numpy, or cupy and such) as numpy
+
+
 def stack(xs: list) -> da.Array:
     return da.stack(list(xs))
 
