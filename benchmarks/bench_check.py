@@ -1,7 +1,7 @@
 """How much `rearr check` costs over Python's own parser.
 
 Reads every .py file of the installed torch package into memory (torch is
-found, not imported), then times `rearr.lint.check_source` and a bare
+found, not imported), then times `rearr.tools.lint.check_source` and a bare
 `ast.parse` over the same in-memory sources, alternating rounds, and prints
 the medians and their ratio. The goal is a ratio of at most 1.5.
 

@@ -1,18 +1,25 @@
-"""rearr: einops-style tensor patterns, with gather and scatter, on numpy and torch.
+"""rearr: einops-style tensor patterns, with gather and scatter, on numpy, torch, dask, jax and other
+Array API arrays.
 
-``import rearr`` imports neither torch nor lark: lark is loaded on the first new
-pattern, a backend only when a tensor of its framework arrives, and rearr.explain
-on the first use of ``rearr.explain``.
+``import rearr`` imports no tensor library and never lark: the parser (rearr/syntax) loads on the
+first pattern, a backend when a tensor of its framework first arrives, and rearr.explain on its
+first use.
+
+The package is laid out as its pipeline: syntax -> rules -> planning -> backends, with api (the
+public functions) on top and tools (explain, check, the command line) at the edge.
 """
 
+from . import _torch_compile
 from .api import asnumpy, einsum, pack, parse_shape, rearrange, reduce, repeat, scatter, unpack
 from .errors import RearrError
 
+_torch_compile.watch_for_dynamo()  # torch.compile: the public functions become graph nodes once dynamo loads
+
 
 def __getattr__(name: str) -> object:
-    # rearr.explainer was a sixth of `import rearr`; most programs never call explain.
+    # rearr.tools.explain was a sixth of `import rearr`; most programs never call explain.
     if name == "explain":
-        from .explainer import explain
+        from .tools.explain import explain
 
         globals()["explain"] = explain
         return explain

@@ -1,5 +1,5 @@
-"""``python -m rearr check ...``: the same command line as the ``rearr`` script (rearr/cli.py)."""
+"""``python -m rearr check ...``: the same command line as the ``rearr`` script (rearr/tools/cli.py)."""
 
-from .cli import main
+from .tools.cli import main
 
 raise SystemExit(main())

@@ -9,14 +9,15 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import planner, recipe
 from ._record import Record
-from .backends import _BY_TYPE, backend_for, compile_plan, compile_steps, watch_for_dynamo
+from .backends import _BY_TYPE, backend_for, compile_plan, compile_steps
 from .errors import RearrError
-from .plan import AdvancedIndex, GatherAlong, IndexEnv, Reshape, ScatterAlong
+from .planning import planner
+from .planning.plan import AdvancedIndex, GatherAlong, IndexEnv, Reshape, ScatterAlong
+from .rules import recipe
 
 if TYPE_CHECKING:
-    from .planner_einsum import EinsumPlan
+    from .planning.einsum import EinsumPlan
 
 Tensor = TypeVar("Tensor")
 
@@ -266,7 +267,7 @@ def _raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwarg
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
     if isinstance(e, RuntimeError | NotImplementedError):
-        from . import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
+        from .planning import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
 
         first = tensor[0] if isinstance(tensor, list | tuple) and tensor else tensor
         try:
@@ -694,7 +695,7 @@ def _einsum_planned(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
 
 @lru_cache(maxsize=1024)
 def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
-    from . import planner_einsum  # here: 0.6 ms of `import rearr` that only einsum needs
+    from .planning import einsum as planner_einsum  # here: 0.6 ms of `import rearr` that only einsum needs
 
     return planner_einsum.plan(pattern, shapes, lengths)
 
@@ -892,6 +893,4 @@ _parse_shape_layout._dynamo_marked_constant = True  # type: ignore[attr-defined]
 # Every plan table and cache, each bounded, with cache_info() and cache_clear() (tests check the bounds).
 _CACHES = (recipe.analyze, _compiled, _indexed, _direct_runs, index_names, _einsum_calls, _einsum_plan)
 
-
-watch_for_dynamo()  # torch.compile: rearr's functions become graph nodes once torch._dynamo is loaded
 

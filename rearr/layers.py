@@ -17,15 +17,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import api, layer_recipe
+from . import api
 from .errors import RearrError
+from .rules import layer_recipe
 
 __all__ = ["EinMix", "Gather", "Rearrange", "Reduce", "Repeat", "Scatter"]
 
 
 def _check(layer: str, pattern: object, reduction: object = None, lengths: dict | None = None,
            fill: object = 0) -> None:
-    """Raise now the RearrError that the layer's arguments would (rules: rearr/layer_recipe.py)."""
+    """Raise now the RearrError that the layer's arguments would (rules: rearr/rules/layer_recipe.py)."""
     err = layer_recipe.layer_error(layer, pattern, reduction, lengths, fill)
     if err is not None:
         raise err.with_context(op=layer)

@@ -1,7 +1,7 @@
 """A reference interpreter for rearr patterns: slow, element by element, obvious.
 
 It follows the *meaning* of a pattern (docs/language.md, DESIGN.md) and shares
-no code with rearr's recipe, planner or backends; only rearr.parser.parse is
+no code with rearr's recipe, planner or backends; only rearr.syntax.parser.parse is
 used, to turn the text into the IR.  Every operation is one loop:
 
     for every assignment of the loop axes (the input's elementary axes, with
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rearr import ir
-from rearr.parser import parse
+from rearr.syntax import ir
+from rearr.syntax.parser import parse
 
 REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
 SCATTER_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "set")

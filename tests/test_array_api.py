@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import rearr
-from rearr import planner, recipe
 from rearr.backends import backend_for
+from rearr.planning import planner
+from rearr.rules import recipe
 
 LIBS = {"array_api_strict": xs, "jax": jnp}
 libs = pytest.mark.parametrize("lib", list(LIBS))

@@ -1,4 +1,4 @@
-"""`rearr check` (rearr/lint.py) and the `rearr` command line (rearr/cli.py).
+"""`rearr check` (rearr/tools/lint.py) and the `rearr` command line (rearr/tools/cli.py).
 
 The fixture files under tests/fixtures/check mark each expected finding on its line:
 `# expect: RA200@23` (code and 1-based character column; `RA103@15:5` names the line too, for a
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from rearr import cli, layer_recipe, lint
 from rearr.errors import CODES, RearrError
-from rearr.recipe import UNKNOWN
+from rearr.rules import layer_recipe
+from rearr.rules.recipe import UNKNOWN
+from rearr.tools import cli, lint
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "check"
@@ -32,7 +33,7 @@ GITHUB_LINE = re.compile(r"^::error (?P<props>[^:]*)::(?P<data>.*)$")
 def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """The console script, as a subprocess that does not depend on PATH or on rearr being installed."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    return subprocess.run([sys.executable, "-m", "rearr.cli", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "rearr.tools.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, encoding="utf-8", timeout=120)
 
 
@@ -427,7 +428,7 @@ def test_any_pattern_gives_findings_never_a_crash():
 
 def test_validator_is_the_librarys_own():
     # The checker reports exactly what the library raises for the same call.
-    from rearr.recipe import validate
+    from rearr.rules.recipe import validate
 
     err = validate("b c -> b d", "rearrange")
     assert isinstance(err, RearrError)
@@ -439,7 +440,7 @@ def test_validator_is_the_librarys_own():
 
 
 def test_check_does_not_import_torch_or_einops():
-    code = ("import sys; from rearr.cli import main; rc = main(['check', '--einops', 'tests/fixtures/check']); "
+    code = ("import sys; from rearr.tools.cli import main; rc = main(['check', '--einops', 'tests/fixtures/check']); "
             "print(rc, sorted(m for m in ('torch', 'einops', 'numpy.random') if m in sys.modules))")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
@@ -447,7 +448,7 @@ def test_check_does_not_import_torch_or_einops():
 
 
 def _imports(module: str) -> tuple[set[str], set[str]]:
-    """(the rearr modules, the absolute modules) that rearr/<module>.py imports."""
+    """(the rearr modules, the absolute modules) that rearr/<module>.py imports (module: a path below rearr/)."""
     tree = ast.parse((REPO / "rearr" / f"{module}.py").read_text(encoding="utf-8"))
     ours = {n.module or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level for a in n.names}
     absolute = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
@@ -456,13 +457,13 @@ def _imports(module: str) -> tuple[set[str], set[str]]:
 
 
 def test_lint_imports_only_the_standard_library_and_the_recipe_stage():
-    # rearr.layer_recipe holds the layers' constructor rules so that lint need not import rearr.layers (torch)
-    ours, absolute = _imports("lint")
-    assert ours == {"errors", "recipe", "layer_recipe"}
+    # rearr.rules.layer_recipe holds the layers' constructor rules so that lint need not import rearr.layers (torch)
+    ours, absolute = _imports("tools/lint")
+    assert ours == {"errors", "rules.recipe", "rules.layer_recipe"}
     assert absolute <= {"__future__", "ast", "errno", "os", "re", "stat", "sys", "warnings", "bisect",
                         "collections.abc", "dataclasses"}
-    ours, absolute = _imports("layer_recipe")
-    assert ours <= {"ir", "_record", "errors", "recipe"}
+    ours, absolute = _imports("rules/layer_recipe")
+    assert ours <= {"syntax", "_record", "errors", "recipe"}
     assert absolute <= {"__future__", "math", "numbers", "operator", "collections.abc", "typing"}
 
 
@@ -506,7 +507,7 @@ def test_explain_passes_its_arguments_through(monkeypatch, capsys):
         calls.append((pattern, shapes, kwargs))
         return "EXPLAINED"
 
-    monkeypatch.setattr(importlib.import_module("rearr.explainer"), "explain", fake_explain)
+    monkeypatch.setattr(importlib.import_module("rearr.tools.explain"), "explain", fake_explain)
     argv = ["explain", "b n[idx] -> b", "--shape", "2, 5", "--op", "reduce", "--reduction", "max",
             "--backend", "numpy", "-l", "k=3", "--length", "idx=2,3", "--show"]
     assert cli.main(argv) == 0
@@ -585,7 +586,7 @@ def test_two_unknowns_in_one_input_group_fail_before_the_shape_is_looked_at(shap
     ("rearrange", "(b 1 m) -> b m", None, {"m": 3}, None),  # a unit axis needs no length
 ])
 def test_the_rule_is_in_validate(op, pattern, reduction, lengths, error):
-    from rearr.recipe import validate
+    from rearr.rules.recipe import validate
 
     err = validate(pattern, op, reduction, lengths)
     if error is None:
@@ -597,7 +598,7 @@ def test_the_rule_is_in_validate(op, pattern, reduction, lengths, error):
 
 
 def test_a_literal_none_length_is_a_finding_a_variable_is_not():
-    # None is a value (RA305 when the call runs), not "unknown": that is rearr.recipe.UNKNOWN.
+    # None is a value (RA305 when the call runs), not "unknown": that is rearr.rules.recipe.UNKNOWN.
     source = ("from rearr import rearrange\n"
               "rearrange(x, 'a (b c) -> a b c', c=None)\nrearrange(x, 'a (b c) -> a b c', c=n)\n")
     assert [(line, code) for line, _, code in check(source)] == [(2, "RA305")]
@@ -875,7 +876,7 @@ def test_deep_nesting_is_RA001_not_a_traceback(tmp_path):
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     (tmp_path / "many.py").write_text("import rearr\n" + "rearr.rearrange(x, 'b c -> c')\n" * 4000)  # > a pipe
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "rearr.cli", "check", "many.py"], cwd=tmp_path, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "rearr.tools.cli", "check", "many.py"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
@@ -889,7 +890,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
 def test_an_ascii_stdout_gets_escapes_not_an_error(tmp_path, fmt):
     (tmp_path / "m.py").write_text("import rearr\nrearr.rearrange(x, 'b é -> b')\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "ascii"}
-    proc = subprocess.run([sys.executable, "-m", "rearr.cli", "check", "--format", fmt, "m.py"], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "rearr.tools.cli", "check", "--format", fmt, "m.py"], cwd=tmp_path,
                           env=env, capture_output=True, timeout=120)
     assert proc.returncode == 1 and proc.stderr == b"", proc.stderr
     out = proc.stdout.decode("ascii")  # nothing but ASCII came out
@@ -934,7 +935,7 @@ def test_groups_in_the_weight_are_rearrs_not_einops():
     assert check(source, einops=True) == at(source, (4, "RA203", "(c d)'"))
 
 
-# Each case against rearr.layers.EinMix: the layer and check call the same rules (rearr.layer_recipe),
+# Each case against rearr.layers.EinMix: the layer and check call the same rules (rearr.rules.layer_recipe),
 # so this checks how check reads the call's arguments. einops' refusals hold for rearr's EinMix too:
 # a repeated axis (einops takes no diagonal) and two unknown lengths in one input group.
 @pytest.mark.parametrize("pattern, weight, bias, lengths", REARR_EINMIX_CASES)

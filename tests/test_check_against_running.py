@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import rearr  # noqa: F401  (the sources below use it)
-from rearr import lint
 from rearr.errors import RearrError
+from rearr.tools import lint
 
 x = np.zeros((2, 3))
 idx = np.zeros((2, 3), dtype=np.int64)

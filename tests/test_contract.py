@@ -17,8 +17,10 @@ import torch
 from reference import assert_matches, reference
 
 import rearr
-from rearr import backends, plan, planner, recipe
+from rearr import backends
 from rearr.backends import contract
+from rearr.planning import plan, planner
+from rearr.rules import recipe
 
 # One call per step kind; the test checks that each kind is planned by at least one of them.
 # (op, pattern, shape, reduction, lengths, index shapes (shape, length of the indexed axis))

@@ -20,7 +20,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 import rearr
-from rearr import api, planner
+from rearr import api
+from rearr.planning import planner
 
 
 @pytest.fixture()

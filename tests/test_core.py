@@ -169,14 +169,16 @@ def test_result_is_a_view_whenever_a_view_suffices(backend, pattern, shape, leng
 
 
 def _plan(pattern, shape, lengths):
-    from rearr import planner, recipe
+    from rearr.planning import planner
+    from rearr.rules import recipe
 
     r = recipe.analyze(pattern, "rearrange", None, tuple(sorted(lengths)))
     return planner.plan(r, shape, tuple(lengths.items()))
 
 
 def test_one_copy_only():
-    from rearr import planner, recipe
+    from rearr.planning import planner
+    from rearr.rules import recipe
 
     r = recipe.analyze("c b h -> b (c h)", "rearrange")
     p = planner.plan(r, (2, 5, 32))
@@ -189,7 +191,8 @@ def test_one_copy_only():
 
 
 def test_identity_steps_are_skipped():
-    from rearr import planner, recipe
+    from rearr.planning import planner
+    from rearr.rules import recipe
 
     assert planner.plan(recipe.analyze("a b -> a b", "rearrange"), (2, 3)).steps == ()
     assert planner.plan(recipe.analyze("a b c -> a (b c)", "rearrange"), (2, 3, 4)).steps[0].view

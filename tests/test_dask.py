@@ -332,7 +332,7 @@ def test_asnumpy_computes() -> None:
 def test_the_block_check_runs_where_the_backend_was_never_loaded() -> None:
     """A distributed worker imports rearr.backends.dask fresh, without the registry's load(): what runs
     on the blocks must not need it (a NameError on np there, once)."""
-    code = ("import numpy, rearr.backends.dask as d; from rearr.plan import IndexUse; "
+    code = ("import numpy, rearr.backends.dask as d; from rearr.planning.plan import IndexUse; "
             "use = IndexUse('idx', 'n', 5, ('k',), (2,), 0); "
             "print(d._check_block(numpy.array([0, -1]), use, 'n[idx: k] -> k').tolist())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -177,9 +177,9 @@ def test_einsum_look_up_lets_no_bad_length_through_and_stays_bounded(monkeypatch
 
 
 def test_einsum_is_planned_from_shapes_alone_as_plain_data():
-    # The planner stage (rearr/planner_einsum.py) sees shapes, never a tensor; its plan is the
+    # The planner stage (rearr/planning/einsum.py) sees shapes, never a tensor; its plan is the
     # operands' reshapes, the backend's spec and the output's reshape.
-    from rearr.planner_einsum import EinsumPlan, plan
+    from rearr.planning.einsum import EinsumPlan, plan
 
     assert plan("b (h w) c, c d -> b h w d", ((2, 6, 4), (4, 5)), (("h", 2),)) == EinsumPlan(
         pre=(), spec="abc,cd->abd", post=(2, 2, 3, 5))  # (h w) stays one einsum axis: no reshape before

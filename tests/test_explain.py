@@ -26,12 +26,12 @@ from strategies import gather_cases, scatter_cases, transform_cases
 
 import rearr
 from rearr import RearrError, backends, explain
-from rearr.explainer import BACKENDS
-from rearr.plan import (
+from rearr.planning.plan import (
     STEP_KINDS,
     ScatterAlong,
     ScatterRows,
 )
+from rearr.tools.explain import BACKENDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -595,7 +595,7 @@ def test_explain_imports_neither_torch_nor_numpy():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rearr.cli", "explain", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "rearr.tools.cli", "explain", *args], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": ROOT})
 
 
@@ -633,7 +633,7 @@ def test_cli_explain_names_the_backends_it_knows():
 
 
 def test_cli_help_names_every_backend_that_explains():
-    done = subprocess.run([sys.executable, "-m", "rearr.cli", "explain", "--help"], cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "rearr.tools.cli", "explain", "--help"], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": ROOT})
     assert done.returncode == 0, done.stderr
     assert all(name in " ".join(done.stdout.split()) for name in backends.explainable())

@@ -3,7 +3,7 @@ whose column lies inside the pattern -- never another exception, never a hang.
 
 Fuzzed: random strings over the pattern alphabet, arbitrary unicode, and
 mutations of valid patterns (the strategies'), through the parser alone
-(rearr.recipe.analyze / validate, no backend) and through the full API on
+(rearr.rules.recipe.analyze / validate, no backend) and through the full API on
 numpy.  Huge and deeply nested patterns must be answered promptly.
 """
 
@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from strategies import any_case
 
 import rearr
-from rearr import RearrError, recipe
+from rearr import RearrError
 from rearr.errors import CODES
+from rearr.rules import recipe
 
 ALPHABET = "abchkn_xyz0123456789 ()[]:,->.…*\t\n_"
 OPS = recipe.OPS

@@ -17,7 +17,8 @@ import torch
 from _backends import to_numpy
 
 import rearr
-from rearr import api, planner
+from rearr import api
+from rearr.planning import planner
 
 # (backend, dtype name): numpy float16, torch float16 and bfloat16
 CASES = [("numpy", "float16"), ("torch", "float16"), ("torch", "bfloat16")]

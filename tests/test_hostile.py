@@ -823,7 +823,7 @@ def test_scatter_result_too_many_bytes_is_ra305(backend):
 
 
 def test_dtype_rules_live_in_one_place():
-    # The founders' rule: integer mean and complex min/max are decided by rearr.policy, not per backend.
+    # The founders' rule: integer mean and complex min/max are decided by rearr.planning.policy, not per backend.
     import inspect
 
     import rearr.backends._common as common

@@ -310,8 +310,9 @@ def test_gradients_through_scatter_to_src_and_into(reduction, pattern, idx):
 def strategy(request, monkeypatch):
     """Run a test with the default lowering for small tensors, with the row lowering forced, and with
     numpy's scatter along an axis on flat positions (its lowering above _SMALL_SCATTER elements)."""
-    from rearr import api, planner
+    from rearr import api
     from rearr.backends import numpy as numpy_backend
+    from rearr.planning import planner
 
     if request.param == "rows":
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
@@ -352,7 +353,8 @@ def test_scatter_under_both_lowerings(backend, strategy, reduction):
 
 
 def test_lowering_is_chosen_by_size():
-    from rearr import plan, planner, recipe
+    from rearr.planning import plan, planner
+    from rearr.rules import recipe
 
     r = recipe.analyze("b n[idx: b k] c -> b k c", "rearrange", None, ("idx",))
     small = planner.plan(r, (2, 8, 4), (), (("idx", (2, 3)),))
@@ -474,7 +476,8 @@ def test_negative_values_count_from_the_end_where_the_native_call_checks(backend
 @backends
 def test_a_bad_row_is_refused_before_it_reaches_the_neighbouring_batch(backend, monkeypatch):
     """The row lowering adds b * N to each index: there 8 in batch 0 would read row 0 of batch 1."""
-    from rearr import api, planner
+    from rearr import api
+    from rearr.planning import planner
 
     monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
     api._indexed.cache_clear()

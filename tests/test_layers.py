@@ -104,8 +104,8 @@ def test_scatter_layer_into_and_fill():
 
 def test_layers_plan_once_per_input_shape(monkeypatch):
     calls = []
-    plan = rearr.planner.plan
-    monkeypatch.setattr(rearr.planner, "plan", lambda *a, **k: calls.append(a[1]) or plan(*a, **k))
+    plan = rearr.planning.planner.plan
+    monkeypatch.setattr(rearr.planning.planner, "plan", lambda *a, **k: calls.append(a[1]) or plan(*a, **k))
     layer = Rearrange("b (t c_once_per_shape) -> b t c_once_per_shape", c_once_per_shape=4)
     for _ in range(3):
         layer(torch.rand(2, 12))

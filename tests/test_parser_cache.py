@@ -1,4 +1,4 @@
-"""The stand-alone LALR parser (rearr/_lalr.py): generated from grammar.lark by Lark, shipped in the package,
+"""The stand-alone LALR parser (rearr/syntax/_lalr.py): generated from grammar.lark by Lark, shipped in the package,
 never stale; nothing read from or written to a cache folder."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
-from rearr import _lalr, parser
+from rearr.syntax import _lalr, parser
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,8 +58,8 @@ class _NoTransform:
 
 
 def test_shipped_parser_matches_grammar_lark():
-    """Fails when grammar.lark was edited and `python -m rearr._lalr` was not run again."""
-    import rearr._lalr_standalone as shipped
+    """Fails when grammar.lark was edited and `python -m rearr.syntax._lalr` was not run again."""
+    import rearr.syntax._lalr_standalone as shipped
 
     assert shipped.GRAMMAR_SHA256 == _lalr.grammar_digest(_lalr.GRAMMAR.read_text(encoding="utf-8"))
     module, _ = _lalr.load(_NoTransform())
@@ -72,8 +72,8 @@ def test_regenerating_gives_a_parser_with_the_same_answers(tmp_path):
     assert source.startswith(_lalr.HEADER)
     path = tmp_path / "regenerated.py"
     path.write_text(source, encoding="utf-8")
-    code = ("import sys, runpy; sys.path.insert(0, sys.argv[1]); import rearr.parser as p;"
-            "m = runpy.run_path(sys.argv[2], run_name='rearr._lalr_standalone');"
+    code = ("import sys, runpy; sys.path.insert(0, sys.argv[1]); import rearr.syntax.parser as p;"
+            "m = runpy.run_path(sys.argv[2], run_name='rearr.syntax._lalr_standalone');"
             "new = m['Lark_StandAlone'](transformer=p._ToIR());"
             "print([new.parse(t) == p._lalr()[1].parse(t) for t in sys.argv[3:]])")
     out = subprocess.run([sys.executable, "-c", code, str(REPO), str(path), *VALID], capture_output=True, text=True,
@@ -148,4 +148,4 @@ def test_an_edited_grammar_is_built_in_memory_with_one_note(tmp_path, monkeypatc
         module, standalone = _lalr.load(parser._ToIR())
         assert module.__file__ == "<in memory>"
         assert standalone.parse("a b -> b a").outputs[0].dims[0].name == "b"
-    assert capsys.readouterr().err.count("python -m rearr._lalr") == 1
+    assert capsys.readouterr().err.count("python -m rearr.syntax._lalr") == 1

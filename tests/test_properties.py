@@ -25,8 +25,9 @@ from reference import RefInvalid, assert_matches, reference, to_numpy
 from strategies import Case, gather_cases, scatter_cases, transform_cases
 
 import rearr
-from rearr import RearrError, ir
-from rearr.parser import parse
+from rearr import RearrError
+from rearr.syntax import ir
+from rearr.syntax.parser import parse
 
 BACKENDS = ("numpy", "torch")
 
@@ -187,18 +188,19 @@ def rows_lowering_always():
     more, which the strategies' tiny tensors never reach.  The plan caches are cleared on
     the way in and out, so no plan of the other lowering is reused."""
     import rearr.api
-    import rearr.planner
+    import rearr.planning.planner
 
-    assert hasattr(rearr.planner, "ROWS_MIN_ELEMENTS"), "the planner's size threshold was renamed: update this test"
-    saved = rearr.planner.ROWS_MIN_ELEMENTS
+    assert hasattr(rearr.planning.planner, "ROWS_MIN_ELEMENTS"), \
+        "the planner's size threshold was renamed: update this test"
+    saved = rearr.planning.planner.ROWS_MIN_ELEMENTS
     with _PLANNER_LOCK:
         for f in rearr.api._CACHES:
             f.cache_clear()
-        rearr.planner.ROWS_MIN_ELEMENTS = 0
+        rearr.planning.planner.ROWS_MIN_ELEMENTS = 0
         try:
             yield
         finally:
-            rearr.planner.ROWS_MIN_ELEMENTS = saved
+            rearr.planning.planner.ROWS_MIN_ELEMENTS = saved
             for f in rearr.api._CACHES:
                 f.cache_clear()
 

@@ -1,6 +1,6 @@
 """The oracle's own tests: tests/reference.py against einops and hand-written numpy.
 
-These need no rearr backend (only rearr.parser), so a wrong reference or a
+These need no rearr backend (only rearr.syntax.parser), so a wrong reference or a
 wrong strategy shows up here and not as a false alarm in test_properties.
 """
 

@@ -2,7 +2,7 @@
 
 A backend is one module that satisfies `contract.Backend`: ``accepts``,
 ``stack``, ``concat``, ``einsum``, ``convert_index``, ``check_index``, and a
-``STEPS`` table from each step class of rearr.plan to the factory that lowers
+``STEPS`` table from each step class of rearr.planning.plan to the factory that lowers
 it. A new backend is that module plus one line in ``_SPECS`` (or a call to
 `register`). The registry checks a module against the contract when it loads
 it: when a tensor of its framework first arrives, or at `register` when the
@@ -71,49 +71,6 @@ def backend_for(x: object) -> ModuleType:
     )
 
 
-class _WhenDynamoLoads:  # a meta path finder (importlib.abc is not its base: importing it costs ~2 ms)
-    """Registers rearr's functions with torch.compile's dynamo right after ``torch._dynamo`` is imported.
-
-    allow_in_graph needs torch._dynamo, which ``import torch`` does not load (it costs
-    seconds); torch.compile loads it. This finder waits for that import, at no cost
-    to rearr's calls, so that registration happens before dynamo traces a rearr call,
-    whatever the order of ``import rearr``, ``import torch`` and the first eager call.
-    """
-
-    def find_spec(self, name: str, path: object, target: object = None) -> object:
-        if name != "torch._dynamo":
-            return None
-        sys.meta_path.remove(self)
-        spec = None
-        for finder in sys.meta_path:  # the finders after this one, as the import system would ask them
-            find = getattr(finder, "find_spec", None)
-            spec = find(name, path, target) if find is not None else None
-            if spec is not None:
-                break
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            run(module)
-            _allow_in_graph()
-
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
-
-
-def _allow_in_graph() -> None:
-    importlib.import_module("rearr.backends._torch_ops").allow_in_graph()
-
-
-def watch_for_dynamo() -> None:
-    """Called once by ``import rearr``: register now if dynamo is loaded, else when it is."""
-    if "torch._dynamo" in sys.modules:
-        _allow_in_graph()
-    elif not any(isinstance(f, _WhenDynamoLoads) for f in sys.meta_path):
-        sys.meta_path.insert(0, _WhenDynamoLoads())
-
-
 def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
     """Each step as the backend's native call(s), ready to run, after the plan's dtype check if it needs one."""
     calls, check = compile_steps(steps, backend)
@@ -122,7 +79,7 @@ def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
 
 def compile_steps(steps: tuple, backend: ModuleType) -> tuple[tuple[Callable, ...], Callable | None]:
     """Each step as the backend's native call(s), and apart, the plan's dtype check (policy.prelude) or None."""
-    from .. import policy  # here, once per new plan: `import rearr` does not load it
+    from ..planning import policy  # here, once per new plan: `import rearr` does not load it
 
     table = backend.STEPS
     return tuple(table[type(step)](step) for step in steps), policy.prelude(steps, backend)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .._record import Record
-from ..plan import IndexTerm, Layout
+from ..planning.plan import IndexTerm, Layout
 
 
 class Names(Record):

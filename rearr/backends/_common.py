@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import RearrError
-from ..plan import IndexTerm, IndexUse
+from ..planning.plan import IndexTerm, IndexUse
 from .contract import IndexEnv
 
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}

@@ -23,7 +23,7 @@ import threading
 
 import torch
 
-from ..plan import IndexUse
+from ..planning.plan import IndexUse
 from . import _common
 
 
@@ -118,23 +118,4 @@ def _define() -> tuple:
             _OPS = (torch.ops.rearr.check_index.default, torch.ops.rearr.check_unique.default)
     return _OPS
 
-
-def allow_in_graph() -> None:
-    """Register rearr's public functions with dynamo (torch._dynamo is imported: torch.compile is in use)."""
-    import torch._dynamo
-    from torch._subclasses.fake_tensor import FakeTensor
-    from torch._subclasses.functional_tensor import FunctionalTensor
-
-    _define()  # the check ops exist before dynamo traces their first call
-
-    from .. import api
-    from . import _BY_TYPE, _load
-
-    for fn in (api.rearrange, api.reduce, api.repeat, api.scatter, api.einsum, api.pack, api.unpack):
-        torch._dynamo.allow_in_graph(fn)
-    # torch's tensor types, the tracers' included, known up front: dynamo then reads the type registry
-    # (parse_shape is traced) without importing the backend mid-trace, and it does not change mid-compile.
-    backend = _load("rearr.backends.torch")  # imported, bound to torch (load()) and checked
-    for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor, FunctionalTensor):
-        _BY_TYPE.setdefault(cls, backend)
 

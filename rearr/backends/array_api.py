@@ -15,7 +15,7 @@ import math
 from types import ModuleType
 
 from ..errors import RearrError
-from ..plan import (
+from ..planning.plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,
@@ -98,7 +98,7 @@ def is_float(x) -> bool:
     return namespace(x).isdtype(x.dtype, ("real floating", "complex floating"))
 
 
-# --- dtype questions (rearr.policy asks them) ----------------------------------
+# --- dtype questions (rearr.planning.policy asks them) ----------------------------------
 
 INDEXES_OTHER = False  # the standard's dtypes are all numbers
 
@@ -171,7 +171,7 @@ def reduce(step: Reduce):
         return lambda x, env: r(x, axes)
 
     def run(x, env):
-        xp = namespace(x)  # rearr.policy has refused integer means and complex min/max already
+        xp = namespace(x)  # rearr.planning.policy has refused integer means and complex min/max already
         if x.dtype == xp.bool:  # the standard reduces numbers only; numpy and torch take bools too
             if r in ("sum", "prod"):  # they count
                 x = xp.astype(x, _index_dtype(xp))

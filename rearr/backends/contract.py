@@ -2,7 +2,7 @@
 
 A backend is one module (rearr/backends/numpy.py is the model). Beside a few
 module-level functions, it declares ``STEPS``: an explicit table from each step
-class of rearr.plan to a factory ``f(step) -> call``, where ``call(x, env)``
+class of rearr.planning.plan to a factory ``f(step) -> call``, where ``call(x, env)``
 runs that step on x (``env`` holds the index tensors of an indexed call; it is
 None otherwise). A backend may also declare ``CODE``, explain's template for
 each step kind (then for every one), and ``load()``, which the registry calls
@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from ..errors import RearrError
-from ..plan import STEP_KINDS, IndexEnv, IndexUse  # noqa: F401 (IndexEnv: the backends read it from here)
+from ..planning.plan import STEP_KINDS, IndexEnv, IndexUse  # noqa: F401 (IndexEnv: the backends read it from here)
 
 StepCall = Callable[[Any, Any], Any]  # (x, env: IndexEnv | None) -> x
 StepFactory = Callable[[Any], StepCall]  # step -> its call, made once per plan and cached
@@ -32,7 +32,7 @@ class Backend(Protocol):
     name: str  # the framework, as messages name it ("numpy", "torch")
     TENSOR: type  # the framework's tensor type: the cached fast path keys on it
     STEPS: Mapping[type, StepFactory]  # every class of plan.STEP_KINDS -> its factory
-    INDEXES_OTHER: bool  # whether gather and scatter 'set' can move dtypes that are not numbers (rearr.policy)
+    INDEXES_OTHER: bool  # whether gather and scatter 'set' can move dtypes that are not numbers (rearr.planning.policy)
 
     def accepts(self, x: object) -> bool:
         """Whether x is a tensor of this framework (called only once the framework is imported)."""
@@ -53,7 +53,7 @@ class Backend(Protocol):
         """The index with its range checked and negative values counted from the end."""
 
     def dtype_kind(self, x: Any) -> str:
-        """x's dtype as one of rearr.policy.KINDS: bool, int, uint, float, complex or other."""
+        """x's dtype as one of rearr.planning.policy.KINDS: bool, int, uint, float, complex or other."""
 
     def dtype_range(self, x: Any) -> tuple:
         """The least and greatest finite value of x's dtype (a number kind)."""
@@ -81,7 +81,7 @@ def check(module: ModuleType) -> None:
             problems.append(f"STEPS entries for {', '.join(missing)}")
         unknown = [getattr(k, "__name__", repr(k)) for k in steps if k not in STEP_KINDS]
         if unknown:
-            problems.append(f"STEPS keys that are not step kinds of rearr.plan: {', '.join(unknown)}")
+            problems.append(f"STEPS keys that are not step kinds of rearr.planning.plan: {', '.join(unknown)}")
         uncallable = [k.__name__ for k, f in steps.items() if k in STEP_KINDS and not callable(f)]
         if uncallable:
             problems.append(f"callable STEPS entries for {', '.join(uncallable)}")
@@ -97,5 +97,5 @@ def check(module: ModuleType) -> None:
             f"backend module {module.__name__} lacks " + "; ".join(problems),
             code="RA500",
             hint="a backend provides every name of rearr.backends.contract.Backend and a STEPS entry "
-            "for each class of rearr.plan.STEP_KINDS (see docs/backends.md)",
+            "for each class of rearr.planning.plan.STEP_KINDS (see docs/backends.md)",
         )

@@ -26,7 +26,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..errors import RearrError
-from ..plan import (
+from ..planning.plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,

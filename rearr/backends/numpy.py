@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import RearrError
-from ..plan import (
+from ..planning.plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,
@@ -105,7 +105,7 @@ _KINDS = {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex"}
 
 
 def dtype_kind(x: np.ndarray) -> str:
-    """The dtype's kind for rearr.policy: bool, int, uint, float, complex or other."""
+    """The dtype's kind for rearr.planning.policy: bool, int, uint, float, complex or other."""
     return _KINDS.get(x.dtype.kind, "other")
 
 
@@ -167,7 +167,7 @@ def reduce(step: Reduce):
     r, axes = step.reduction, step.axes
     if callable(r):
         return lambda x, env: r(x, axes)
-    if r == "mean":  # rearr.policy refuses integer means; numpy's mean adds float16 in float32 itself
+    if r == "mean":  # rearr.planning.policy refuses integer means; numpy's mean adds float16 in float32 itself
         return lambda x, env: x.mean(axis=axes)
     if r in ("sum", "prod"):
         fn = np.sum if r == "sum" else np.prod
@@ -613,7 +613,7 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
 
 # --- the contract ----------------------------------------------------------------
 
-# Each step kind of rearr.plan -> the factory above that lowers it (checked by backends.contract).
+# Each step kind of rearr.planning.plan -> the factory above that lowers it (checked by backends.contract).
 STEPS = {
     Reshape: reshape,
     Permute: permute,

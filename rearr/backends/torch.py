@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import RearrError
-from ..plan import (
+from ..planning.plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,
@@ -92,7 +92,7 @@ INDEXES_OTHER = False
 
 
 def dtype_kind(x: torch.Tensor) -> str:
-    """The dtype's kind for rearr.policy: bool, int, uint, float, complex or other."""
+    """The dtype's kind for rearr.planning.policy: bool, int, uint, float, complex or other."""
     return _KINDS.get(x.dtype, "other")
 
 
@@ -173,7 +173,7 @@ def reduce(step: Reduce):
         return lambda x, env: r(x, axes)
     if not axes:  # torch reads dim=() as every dim: reduce nothing by hand, with numpy's dtypes
         return _reduce_nothing(r)
-    if r == "mean":  # rearr.policy refuses integer means before the plan runs
+    if r == "mean":  # rearr.planning.policy refuses integer means before the plan runs
         return lambda x, env: x.mean(axes)
     if r == "prod":  # torch.prod takes one dim at a time
         def prod(x, env):
@@ -534,7 +534,7 @@ def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> to
 
 # --- the contract ----------------------------------------------------------------
 
-# Each step kind of rearr.plan -> the factory above that lowers it (checked by backends.contract).
+# Each step kind of rearr.planning.plan -> the factory above that lowers it (checked by backends.contract).
 STEPS = {
     Reshape: reshape,
     Permute: permute,

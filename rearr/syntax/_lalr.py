@@ -1,9 +1,9 @@
-"""The LALR(1) parser of rearr/grammar.lark: Lark's stand-alone parser, generated once by a developer and
-shipped in the package as rearr/_lalr_standalone.py.
+"""The LALR(1) parser of rearr/syntax/grammar.lark: Lark's stand-alone parser, generated once by a developer and
+shipped in the package as rearr/syntax/_lalr_standalone.py.
 
 Lark's stand-alone generator (``lark.tools.standalone``) writes a module that holds Lark's LALR runtime
 and the analysed grammar's tables and imports nothing of lark. It is a build step: the module is made from
-grammar.lark with ``python -m rearr._lalr`` and committed. So at run time rearr imports lark never, writes
+grammar.lark with ``python -m rearr.syntax._lalr`` and committed. So at run time rearr imports lark never, writes
 no file, and executes nothing but its own package (read by Python's import system under its own rules for
 ``__pycache__``); a fresh machine pays no grammar analysis on its first pattern.
 
@@ -27,11 +27,11 @@ from typing import Any
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 GENERATED = Path(__file__).with_name("_lalr_standalone.py")
-MODULE = "rearr._lalr_standalone"  # the generated module (its dataclasses look themselves up by this name)
+MODULE = "rearr.syntax._lalr_standalone"  # the generated module (its dataclasses look themselves up by this name)
 START = "pattern"
 LEXER = "basic"  # the grammar's terminals never overlap: one regex, where "contextual" compiles one per state
-HEADER = ("# Generated from rearr/grammar.lark by `python -m rearr._lalr` (Lark's stand-alone generator).\n"
-          "# Do not edit: edit grammar.lark and run that command again.\n")
+HEADER = ("# Generated from rearr/syntax/grammar.lark by `python -m rearr.syntax._lalr`\n"
+          "# (Lark's stand-alone generator). Do not edit: edit grammar.lark and run that command again.\n")
 _noted: list[bool] = []  # the stale-module note is printed once per process
 
 
@@ -55,7 +55,7 @@ def _in_memory(text: str) -> ModuleType:
     if not _noted:
         _noted.append(True)
         print(f"rearr: {GENERATED.name} was made from another grammar.lark; building the parser in memory "
-              f"(run `python -m rearr._lalr` to regenerate it)", file=sys.stderr)
+              f"(run `python -m rearr.syntax._lalr` to regenerate it)", file=sys.stderr)
     module = ModuleType(MODULE)
     module.__dict__["__file__"] = "<in memory>"
     sys.modules[MODULE] = module
@@ -90,7 +90,7 @@ def _no_gc() -> Iterator[None]:
 
 
 def main() -> None:
-    """``python -m rearr._lalr``: write rearr/_lalr_standalone.py from grammar.lark (needs lark)."""
+    """``python -m rearr.syntax._lalr``: write rearr/syntax/_lalr_standalone.py from grammar.lark (needs lark)."""
     GENERATED.write_text(generate(GRAMMAR.read_text(encoding="utf-8")), encoding="utf-8")
     print(f"wrote {GENERATED}")
 

@@ -1,6 +1,6 @@
 """The rules of rearr.layers' constructors: the recipe stage of the layers, without torch.
 
-rearr/layers.py raises what these functions find when a layer is built; `rearr check` (rearr/lint.py,
+rearr/layers.py raises what these functions find when a layer is built; `rearr check` (rearr/tools/lint.py,
 which must never import torch) reports the same errors for the constructor calls it reads in source.
 Each rule is written here once: neither of them has a copy.
 
@@ -17,9 +17,9 @@ import numbers
 import operator
 from collections.abc import Mapping
 
-from . import ir
-from ._record import Record
-from .errors import RearrError
+from .._record import Record
+from ..errors import RearrError
+from ..syntax import ir
 from .recipe import REDUCTIONS, SCATTER_REDUCTIONS, UNKNOWN, analyze, operation, parse, validate
 
 LAYER_OPS = {"Rearrange": "rearrange", "Reduce": "reduce", "Repeat": "repeat", "Gather": "rearrange",

@@ -17,11 +17,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from . import backends, planner, recipe
-from ._record import Record
-from .backends._code import Names as CodeNames
-from .errors import RearrError
-from .plan import (
+from .. import backends
+from .._record import Record
+from ..backends._code import Names as CodeNames
+from ..errors import RearrError
+from ..planning import planner
+from ..planning.plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,
@@ -34,6 +35,7 @@ from .plan import (
     Step,
     TakeRows,
 )
+from ..rules import recipe
 
 OPS = ("rearrange", "reduce", "repeat", "scatter")
 BACKENDS = ("torch", "numpy", "dask", "array_api")  # the backends that ship explain templates (a CODE table)
@@ -461,7 +463,7 @@ def _show(plan: Plan, r: recipe.Recipe, lengths, reduction) -> tuple[Any, str]:
     """Run the real rearr on arange(N) (and example indices): where each input element lands."""
     import numpy as np
 
-    from . import api
+    from .. import api
 
     size, out_size = math.prod(plan.in_shape), math.prod(plan.out_shape)
     if max(size, out_size) > SHOW_LIMIT:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from ._record import Record
-from .recipe import IndexSpec
+from .._record import Record
+from ..rules.recipe import IndexSpec
 
 # --- steps -------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 An einsum is one native call, with reshapes around it where the pattern has groups ``(h w)`` or
 unit axes: the plan is those reshapes and the backend's spec, as plain data, and rearr/api.py caches
-it and runs it. It has its own module because it shares nothing with rearr/planner.py's steps (no
+it and runs it. It has its own module because it shares nothing with rearr/planning/planner.py's steps (no
 layout tracking, no index terms): its product is a spec string, not a Plan of steps.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .errors import RearrError
+from ..errors import RearrError
+from ..rules.recipe import ELLIPSIS, analyze, check_length_value, einsum_operand_count
 from .planner import known_shape, length_of, symbolic
-from .recipe import ELLIPSIS, analyze, check_length_value, einsum_operand_count
 
 
 class EinsumPlan(NamedTuple):

@@ -12,9 +12,9 @@ from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
+from ..errors import RearrError
 from . import _lalr as _lalr_source
 from . import ir
-from .errors import RearrError
 
 Token = Any  # the stand-alone module's Token: a str with .type and .start_pos
 

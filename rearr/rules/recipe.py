@@ -11,9 +11,9 @@ import operator
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from . import ir
-from ._record import Record
-from .errors import RearrError
+from .._record import Record
+from ..errors import RearrError
+from ..syntax import ir
 
 ELLIPSIS = "…"  # the elementary-axis name that '...' stands for until shapes are known
 
@@ -86,7 +86,7 @@ def parse(text: object) -> ir.Pattern:
             code="RA100",
             hint="pass the pattern as a str, e.g. 'b c h -> b (c h)'",
         )
-    from .parser import parse as _parse  # lark is imported only here, lazily
+    from ..syntax.parser import parse as _parse  # lark is imported only here, lazily
 
     return _parse(text)
 

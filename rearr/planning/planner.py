@@ -1,4 +1,4 @@
-"""Recipe + shapes + lengths -> Plan (rearr/plan.py): the native calls a careful person would write.
+"""Recipe + shapes + lengths -> Plan (rearr/planning/plan.py): the native calls a careful person would write.
 
 The planner never sees a tensor: only shapes, so plans are cached on
 (pattern, shapes, lengths).
@@ -10,7 +10,8 @@ import math
 import re
 from collections.abc import Iterable
 
-from .errors import RearrError
+from ..errors import RearrError
+from ..rules.recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value, index_not_passed
 from .plan import (
     AdvancedIndex,
     Expand,
@@ -27,7 +28,6 @@ from .plan import (
     Step,
     TakeRows,
 )
-from .recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value, index_not_passed
 
 # --- shape arithmetic --------------------------------------------------------
 

@@ -2,9 +2,9 @@
 
 `rearr check` reads each file with the stdlib ``ast``, finds calls of rearr's
 functions (and, on request, einops') whose pattern is a string literal, and
-hands each one to `rearr.recipe.validate` -- the library's own checks, so the
+hands each one to `rearr.rules.recipe.validate` -- the library's own checks, so the
 checker and the library can never disagree. This module imports nothing of rearr
-but rearr.recipe and rearr.errors, and nothing that needs a tensor library:
+but rearr.rules.recipe and rearr.errors, and nothing that needs a tensor library:
 checking a tree never imports torch.
 
 Names are resolved per file, not per scope: a call uses the nearest import of its name above
@@ -24,21 +24,21 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .errors import RearrError
-from .layer_recipe import layer_error, validate_einmix
-from .recipe import UNKNOWN, analyze, einsum_operand_count, operation, validate
+from ..errors import RearrError
+from ..rules.layer_recipe import layer_error, validate_einmix
+from ..rules.recipe import UNKNOWN, analyze, einsum_operand_count, operation, validate
 
 
 @dataclass(frozen=True)
 class Signature:
     """Where a function takes its pattern and reduction, and which keywords are not lengths."""
 
-    op: str  # whose rules apply: an operation of rearr.recipe, "einmix" (rearr's) or "einops-einmix"
+    op: str  # whose rules apply: an operation of rearr.rules.recipe, "einmix" (rearr's) or "einops-einmix"
     pattern_at: int  # index among the positional arguments; -1: the last one (einsum)
     reduction_at: int | None = None
     options: frozenset[str] = frozenset()
     sizes_at: int | None = None  # flax layers: the lengths are one dict, `sizes=` or at this position
-    layer: str | None = None  # a rearr.layers class: its constructor's rules (rearr.layer_recipe) apply
+    layer: str | None = None  # a rearr.layers class: its constructor's rules (rearr.rules.layer_recipe) apply
 
 
 SIGNATURES: dict[str, Signature] = {
@@ -512,7 +512,7 @@ def _pattern_offset(lines: list[str], literal: ast.Constant, text: str) -> int |
 
 
 # --- EinMix ----------------------------------------------------------------------------------
-# The rules are rearr.layer_recipe's (einops' own, and rearr's EinMix's with groups=True).
+# The rules are rearr.rules.layer_recipe's (einops' own, and rearr's EinMix's with groups=True).
 
 
 def _check_einmix(pattern: ast.Constant, weight_node: ast.expr | None, bias_node: ast.expr | None,

@@ -3,7 +3,7 @@
 `check` exits 0 when every pattern is valid, 1 when it found problems, and 2
 when it could not check everything it was asked to (bad usage, a missing
 path, a file that cannot be read, is not UTF-8 or is not valid Python) --
-whatever else it found. `check` needs nothing of rearr but rearr.lint, and never
+whatever else it found. `check` needs nothing of rearr but rearr.tools.lint, and never
 imports torch; `explain` imports the planner and the backends when it runs.
 """
 
@@ -17,8 +17,8 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
+from ..errors import RearrError
 from . import lint
-from .errors import RearrError
 
 # Folders that hold no code of the project's own (hidden folders are skipped too).
 SKIPPED_DIRS = frozenset({"__pycache__", "venv", "build", "dist"})
@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # bad usage (2) or --help (0): a return value, as the signature says
         return int(e.code or 0)
     if args.version:
-        from . import __version__
+        from .. import __version__
 
         print(f"rearr {__version__}")
         return 0
@@ -208,7 +208,7 @@ FORMATS: dict[str, Callable[[list[lint.Problem]], str]] = {
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from .explainer import explain  # imports the planner and a backend: only this command needs them
+    from .explain import explain  # imports the planner and a backend: only this command needs them
 
     options = {"backend": args.backend} if args.backend else {}
     try:

@@ -6,7 +6,7 @@ every node so that any later stage can point at the fault.
 
 from __future__ import annotations
 
-from ._record import Record
+from .._record import Record
 
 
 class Index(Record):

@@ -1,0 +1,2 @@
+"""Stage 3, planning: Recipe + shapes + lengths -> Plan, plain data (plan.py): the length solver and
+the steps (planner.py), einsum's plan (einsum.py), and the dtype rules checked before a plan runs (policy.py)."""
