@@ -14,7 +14,7 @@ from .backends import _BY_TYPE, backend_for, compile_plan, compile_steps
 from .errors import RearrError
 from .planning import planner
 from .planning.plan import AdvancedIndex, GatherAlong, IndexEnv, Reshape, ScatterAlong
-from .rules import recipe
+from .rules import arguments, recipe
 
 if TYPE_CHECKING:
     from .planning.einsum import EinsumPlan
@@ -475,10 +475,9 @@ def reduce(
         except Exception as e:
             _raise_in_context(e, "reduce", tensor, pattern, axes_lengths)
             raise
-    if not callable(reduction) and not isinstance(reduction, str):
-        raise RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
-                         code="RA400", pattern=pattern if isinstance(pattern, str) else None,
-                         hint=f"one of {', '.join(recipe.REDUCTIONS)}")
+    err = arguments.reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
+    if err is not None:
+        raise err
     op, reduction = recipe.operation("reduce", reduction)  # "rearrange": a reduce that reduces nothing
     return _run(op, tensor, pattern, reduction, axes_lengths)
 
@@ -536,15 +535,11 @@ def scatter(
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")
-        if not isinstance(reduction, str):
-            raise RearrError("scatter's reduction is a name", code="RA400",
-                             hint=f"one of {', '.join(recipe.SCATTER_REDUCTIONS)}")
-        if fill is not None and (isinstance(fill, bool) or not isinstance(fill, numbers.Number)) \
-                and not planner.symbolic_number(fill):  # a SymFloat / SymInt: a number under torch.compile
-            if not (getattr(fill, "shape", None) == () and hasattr(fill, "item")):
-                raise RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500",
-                                 hint="pass a Python number, e.g. fill=0.0; to start from a tensor, use into=")
-            fill = fill.item()
+        err = arguments.reduction_error("scatter", reduction, None)
+        if err is not None:
+            raise err
+        if fill is not None:
+            fill = arguments.fill_value(fill, None)
         backend = _BY_TYPE.get(type(src))
         x = src
         if backend is None:
@@ -871,17 +866,14 @@ def _parse_shape_layout(pattern: str, ndim: int) -> tuple[tuple[int, str | None,
     """(dimension, axis name or None for a unit/anonymous axis, its required length, column) per checked
     dimension. Needs only the pattern and the rank: torch.compile runs it once, as a constant."""
     (dims,) = recipe.analyze(pattern, "parse_shape").inputs
-    fake = recipe.Recipe("parse_shape", pattern, None, (dims,), ((),), ())
-    ins, _ = planner._expand_ellipsis(fake, dims, ndim)
+    ins, _ = planner.expand_ellipsis(pattern, dims, ndim)
     out = []
     for k, dim in enumerate(ins):
         names = dim.names
         if names == ("_",) or (names and names[0].startswith(recipe.ELLIPSIS)):
             continue
-        if not names or "@" in names[0]:
-            out.append((k, None, 1 if not names else int(names[0].split("@")[0]), dim.col))
-        else:
-            out.append((k, names[0], 0, dim.col))
+        anonymous = recipe.anonymous_length(names[0]) if names else 1
+        out.append((k, names[0], 0, dim.col) if anonymous is None else (k, None, anonymous, dim.col))
     return tuple(out)
 
 

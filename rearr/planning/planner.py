@@ -11,7 +11,17 @@ import re
 from collections.abc import Iterable
 
 from ..errors import RearrError
-from ..rules.recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, check_length_value, index_not_passed
+from ..rules.arguments import symbolic
+from ..rules.recipe import (
+    ELLIPSIS,
+    INT64_MAX,
+    Dim,
+    IndexSpec,
+    Recipe,
+    anonymous_length,
+    check_length_value,
+    index_not_passed,
+)
 from .plan import (
     AdvancedIndex,
     Expand,
@@ -30,19 +40,6 @@ from .plan import (
 )
 
 # --- shape arithmetic --------------------------------------------------------
-
-
-def symbolic(n: object) -> bool:
-    """A torch.SymInt: a length that torch.compile keeps symbolic (a dynamic shape). The planner
-    computes with it as with an int; int(n) would specialize the compiled code to one value, and
-    comparing it with a constant would add a guard."""
-    return type(n).__name__ == "SymInt"
-
-
-def symbolic_number(n: object) -> bool:
-    """A torch.SymInt or SymFloat: a number (scatter's fill=) that torch.compile keeps symbolic. Not a
-    length: a SymFloat length is refused as a float is."""
-    return type(n).__name__ in ("SymInt", "SymFloat")
 
 
 def unknown_length(n: object) -> bool:
@@ -166,18 +163,20 @@ def _err(recipe: Recipe, code: str, message: str, col: int | None, hint: str | N
     return RearrError(message, code=code, pattern=recipe.text, col=col, hint=hint)
 
 
-def _expand_ellipsis(recipe: Recipe, dims: tuple[Dim, ...], ndim: int) -> tuple[tuple[Dim, ...], tuple[str, ...]]:
-    """Replace the ellipsis dim of an input by as many one-axis dims as it covers."""
+def expand_ellipsis(text: str, dims: tuple[Dim, ...], ndim: int) -> tuple[tuple[Dim, ...], tuple[str, ...]]:
+    """Replace the ellipsis dim of an input by as many one-axis dims as it covers (text: the pattern,
+    for the errors); also the names of those axes."""
     fixed = [d for d in dims if ELLIPSIS not in d.names]
     if len(fixed) == len(dims):
         if ndim != len(dims):
-            raise _err(recipe, "RA304", f"the pattern has {len(dims)} input dimensions, the tensor has {ndim}", 0,
-                       "write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
+            raise RearrError(f"the pattern has {len(dims)} input dimensions, the tensor has {ndim}", code="RA304",
+                             pattern=text, col=0,
+                             hint="write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
         return dims, ()
     n = ndim - len(fixed)
     if n < 0:
-        raise _err(recipe, "RA304", f"the pattern needs at least {len(fixed)} dimensions, the tensor has {ndim}",
-                   0, "pass a tensor with more dimensions, or name fewer axes")
+        raise RearrError(f"the pattern needs at least {len(fixed)} dimensions, the tensor has {ndim}", code="RA304",
+                         pattern=text, col=0, hint="pass a tensor with more dimensions, or name fewer axes")
     names = tuple(f"{ELLIPSIS}{i}" for i in range(n))
     out: list[Dim] = []
     for d in dims:
@@ -253,15 +252,14 @@ class _Lengths:
 def _show(name: str) -> str:
     if name.startswith(ELLIPSIS):
         return f"...[{name[1:]}]"
-    if "@" in name:
-        return name.split("@")[0]
-    return repr(name)
+    anonymous = anonymous_length(name)
+    return repr(name) if anonymous is None else str(anonymous)
 
 
 def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...]):
     """Expanded input/output dims and every axis length."""
     (ins,), (outs,) = recipe.inputs, recipe.outputs
-    ins, ellipsis_axes = _expand_ellipsis(recipe, ins, len(shape))
+    ins, ellipsis_axes = expand_ellipsis(recipe.text, ins, len(shape))
     outs = _expand_out(outs, ellipsis_axes)
     lens = _Lengths(recipe)
     for name, value in recipe.anon:
@@ -274,6 +272,14 @@ def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, o
     for k, (dim, size) in enumerate(zip(ins, shape)):
         lens.solve(dim, size, f"input dimension {k}")
     return ins, outs, ellipsis_axes, lens
+
+
+def input_lengths(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...] = ()
+                  ) -> tuple[dict[str, int], tuple[str, ...]]:
+    """The axis lengths that the input's shape, the keywords and the anonymous axes give, before any index
+    shape is read; and the names of the axes that '...' stands for. explain infers index shapes from them."""
+    _, _, ellipsis_axes, lens = _resolve(recipe, known_shape(shape), lengths)
+    return dict(lens.value), ellipsis_axes
 
 
 def _specs(specs: tuple[IndexSpec, ...], ellipsis_axes: tuple[str, ...]) -> tuple[IndexSpec, ...]:

@@ -29,12 +29,12 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import RearrError
+from ..rules.arguments import symbolic_number
+from ..rules.recipe import INT64_MAX
 from .plan import AdvancedIndex, Expand, GatherAlong, Reduce, Reshape, ScatterAlong, ScatterRows, TakeRows
-from .planner import symbolic_number
 
 KINDS = ("bool", "int", "uint", "float", "complex", "other")
 NUMBERS = frozenset(KINDS[:-1])
-INT64_MAX = 2**63 - 1
 # Below this many elements no dtype (itemsize <= 2**20 bytes) can reach INT64_MAX bytes: no check needed.
 _SMALL = 2**43
 

@@ -13,14 +13,14 @@ takes groups and unit axes in weight_shape and bias_shape (``groups=True``).
 from __future__ import annotations
 
 import math
-import numbers
 import operator
 from collections.abc import Mapping
 
 from .._record import Record
 from ..errors import RearrError
 from ..syntax import ir
-from .recipe import REDUCTIONS, SCATTER_REDUCTIONS, UNKNOWN, analyze, operation, parse, validate
+from .arguments import fill_value, reduction_error
+from .recipe import UNKNOWN, analyze, operation, parse, validate
 
 LAYER_OPS = {"Rearrange": "rearrange", "Reduce": "reduce", "Repeat": "repeat", "Gather": "rearrange",
              "Scatter": "scatter"}
@@ -41,12 +41,9 @@ def layer_error(layer: str, pattern: object, reduction: object = None, lengths: 
         except RearrError as e:
             return e
     text = pattern if isinstance(pattern, str) else None
-    if layer == "Reduce" and not (callable(reduction) or isinstance(reduction, str)):
-        return RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
-                          code="RA400", pattern=text, hint=f"one of {', '.join(REDUCTIONS)}")
-    if layer == "Scatter" and not isinstance(reduction, str):
-        return RearrError("scatter's reduction is a name", code="RA400", pattern=text,
-                          hint=f"one of {', '.join(SCATTER_REDUCTIONS)}")
+    err = reduction_error(op, reduction, text)
+    if err is not None:
+        return err
     op, reduction = operation(op, reduction)
     err = validate(pattern, op, reduction, lengths)
     if err is not None:
@@ -65,9 +62,11 @@ def layer_error(layer: str, pattern: object, reduction: object = None, lengths: 
             return RearrError(f"{spec.name!r} is an index: its tensor comes with each call, not to the constructor",
                               code="RA204", pattern=text, col=spec.col,
                               hint=f"drop {spec.name}= here and call the layer with {spec.name}=tensor")
-    if layer == "Scatter" and fill is not UNKNOWN and (isinstance(fill, bool) or not isinstance(fill, numbers.Number)):
-        return RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500", pattern=text,
-                          hint="pass a Python number, e.g. fill=0.0")
+    if layer == "Scatter" and fill is not UNKNOWN:
+        try:
+            fill_value(fill, text)
+        except RearrError as e:
+            return e
     return None
 
 

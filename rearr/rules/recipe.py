@@ -37,6 +37,18 @@ UNKNOWN: object = _Unknown()
 INT64_MAX = 2**63 - 1  # numpy and torch count elements in int64
 
 
+def anonymous_axis(value: int, col: int) -> str:
+    """The name that an anonymous axis (the 3 of '(h 3)') gets: its length and column, which no axis name
+    can be, so that two anonymous axes of one length stay two axes."""
+    return f"{value}@{col}"
+
+
+def anonymous_length(name: str) -> int | None:
+    """The length of an anonymous axis's name (see anonymous_axis), None for a named axis."""
+    value, at, _ = name.partition("@")
+    return int(value) if at else None
+
+
 class Dim(Record):
     """One dimension of an operand: its elementary axis names (row-major)."""
 
@@ -286,7 +298,7 @@ def _operand_dims(
                     }.get(op, "use a named axis")
                     raise _err(text, "RA203", f"an anonymous axis ({item.value}) is not allowed here in {op}",
                                item.col, hint)
-                name = f"{item.value}@{item.col}"
+                name = anonymous_axis(item.value, item.col)
                 anon[name] = item.value
                 cols[name] = item.col
                 names.append(name)
@@ -555,7 +567,7 @@ def _bare_recipe(pattern: ir.Pattern, op: str, length_names: tuple[str, ...]) ->
             dims.append(Dim((dim.name,), dim.col))
             cols[dim.name] = dim.col
         elif isinstance(dim, ir.Anon) and op == "parse_shape":
-            dims.append(Dim((f"{dim.value}@{dim.col}",) if dim.value != 1 else (), dim.col))
+            dims.append(Dim((anonymous_axis(dim.value, dim.col),) if dim.value != 1 else (), dim.col))
         elif isinstance(dim, ir.Group) and op == "parse_shape" and not dim.items:
             dims.append(Dim((), dim.col))
         else:

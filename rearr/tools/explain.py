@@ -174,11 +174,7 @@ def _index_shapes(r: recipe.Recipe, shape, lengths, given: dict[str, tuple[int, 
     if not missing:
         return given
     # The planner infers the lengths (and raises its own errors) on the input side alone.
-    (ins,) = r.inputs
-    identity = recipe.Recipe(op="rearrange", text=r.text, reduction=None, inputs=(ins,), outputs=(ins,), anon=r.anon)
-    known_plan = planner.plan(identity, shape, lengths)
-    known = {n: v for n, v, _ in known_plan.lengths}
-    ellipsis = tuple(n for d in known_plan.in_dims for n in d if n.startswith(recipe.ELLIPSIS))
+    known, ellipsis = planner.input_lengths(r, shape, lengths)
     out = dict(given)
     for spec in missing:
         axes = [a for n in spec.axes for a in (ellipsis if n == recipe.ELLIPSIS else (n,))]
@@ -205,7 +201,8 @@ def _show_axis(name: str) -> str:
     """How an elementary axis is written for people: ...[0] for the ellipsis, 3 for an anonymous axis."""
     if name.startswith(recipe.ELLIPSIS):
         return f"...[{name[len(recipe.ELLIPSIS):]}]"
-    return name.split("@")[0]
+    anonymous = recipe.anonymous_length(name)
+    return name if anonymous is None else str(anonymous)
 
 
 def _reduction_name(reduction: object) -> str:
@@ -404,7 +401,7 @@ def _formula(plan: Plan, x: str, out: str, used: set[str]) -> str:
 
     def var(axis: str) -> str:  # an axis's own name; _3, _3_1 for anonymous axes of length 3
         if axis not in names:
-            names[axis] = _fresh(_var(axis), used, "_") if "@" in axis else _var(axis)
+            names[axis] = _var(axis) if recipe.anonymous_length(axis) is None else _fresh(_var(axis), used, "_")
             used.add(names[axis])
         return names[axis]
 
@@ -453,7 +450,8 @@ def _formula(plan: Plan, x: str, out: str, used: set[str]) -> str:
 
 def _var(axis: str) -> str:
     """The loop variable of a single-axis dim: its name; _3 for an anonymous axis 3."""
-    return f"_{axis.split('@')[0]}" if "@" in axis else _show_axis(axis)
+    anonymous = recipe.anonymous_length(axis)
+    return _show_axis(axis) if anonymous is None else f"_{anonymous}"
 
 
 # --- show ----------------------------------------------------------------------

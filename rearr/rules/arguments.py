@@ -1,0 +1,46 @@
+"""The rules of a call's arguments besides its pattern: one home, read by the public functions
+(rearr.api), the layers' constructors (layer_recipe) and so `rearr check`."""
+
+from __future__ import annotations
+
+import numbers
+
+from ..errors import RearrError
+from .recipe import REDUCTIONS, SCATTER_REDUCTIONS
+
+
+def symbolic(n: object) -> bool:
+    """A torch.SymInt: a length that torch.compile keeps symbolic (a dynamic shape). The planner
+    computes with it as with an int; int(n) would specialize the compiled code to one value, and
+    comparing it with a constant would add a guard."""
+    return type(n).__name__ == "SymInt"
+
+
+def symbolic_number(n: object) -> bool:
+    """A torch.SymInt or SymFloat: a number (scatter's fill=) that torch.compile keeps symbolic. Not a
+    length: a SymFloat length is refused as a float is."""
+    return type(n).__name__ in ("SymInt", "SymFloat")
+
+
+def reduction_error(op: str, reduction: object, text: str | None) -> RearrError | None:
+    """The kind of value a reduction is: reduce takes a name or a callable f(x, axes), scatter a name.
+    (Which names: rules.recipe.validate.)"""
+    if op == "reduce" and not (callable(reduction) or isinstance(reduction, str)):
+        return RearrError(f"the reduction must be a name or a callable, not {type(reduction).__name__}",
+                          code="RA400", pattern=text, hint=f"one of {', '.join(REDUCTIONS)}")
+    if op == "scatter" and not isinstance(reduction, str):
+        return RearrError("scatter's reduction is a name", code="RA400", pattern=text,
+                          hint=f"one of {', '.join(SCATTER_REDUCTIONS)}")
+    return None
+
+
+def fill_value(fill: object, text: str | None) -> object:
+    """scatter's fill=: a number, the value of a 0-d tensor or array, or torch.compile's symbolic number
+    as it is. Anything else is the RearrError."""
+    if isinstance(fill, numbers.Number) and not isinstance(fill, bool) or symbolic_number(fill):
+        return fill
+    item = getattr(fill, "item", None) if getattr(fill, "shape", None) == () else None
+    if item is None:
+        raise RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500", pattern=text,
+                         hint="pass a Python number, e.g. fill=0.0; to start from a tensor, use into=")
+    return item()
