@@ -16,7 +16,7 @@ from types import ModuleType
 from . import api
 
 
-class _WhenDynamoLoads:  # a meta path finder (importlib.abc is not its base: importing it costs ~2 ms)
+class _WhenDynamoLoads:  # a meta path finder (importlib.abc is not its base: `import rearr` would load it)
     """Registers rearr's functions with torch.compile's dynamo right after ``torch._dynamo`` is imported.
 
     allow_in_graph needs torch._dynamo, which ``import torch`` does not load (it costs

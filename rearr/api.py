@@ -123,8 +123,7 @@ def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
     read, each term the whole coordinate of one axis of its own length: the native call refuses a bad
     value there, so rearr need not look at the values first. Not under 'set', whose duplicate check
     must see the values counted from the end."""
-    kinds = getattr(backend, "NATIVE_CHECKS", frozenset())
-    checks_step = getattr(backend, "checks_step_natively", None)  # a lowering chosen by the step's sizes
+    kinds, checks_step = backend.NATIVE_CHECKS, backend.checks_step_natively
     native, other = set(), set()
     for k, step in enumerate(p.steps):
         if isinstance(step, GatherAlong | ScatterAlong):
@@ -136,7 +135,7 @@ def _natively_checked(p: Any, backend: Any) -> frozenset[str]:
             other.update(t.index for t in getattr(step, "terms", ()))
             continue
         for dim, term in axes.items():
-            by_native_call = type(step) in kinds or checks_step is not None and checks_step(step)
+            by_native_call = type(step) in kinds or checks_step(step)
             ok = (by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
                   and getattr(step, "reduction", None) != "set")
             (native if ok else other).add(term.index)
@@ -333,7 +332,7 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
             raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
                              hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                              "to find the bad one") from None
-    if into is None and hasattr(backend, "ready_index"):
+    if into is None and backend.READY_INDEXES:
         try:  # the dtype check passed: the next such call finds the plan's native calls in _DIRECT
             _direct_runs.get(_direct_key(op, x, pattern, reduction, kwargs),
                              _direct, uses, steps, natively_checked, backend, pattern, tuple(kwargs))
@@ -411,8 +410,7 @@ def _check_into(into: Any, x: Any, backend: Any) -> None:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
                          f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
                          hint="convert one of them, so that the result's dtype is not a guess")
-    if hasattr(backend, "check_into"):
-        backend.check_into(into, x)
+    backend.check_into(into, x)
 
 
 def _shape_of(tensor: Any) -> object:

@@ -113,7 +113,7 @@ def _rebuild(message: str, fields: dict) -> RearrError:
 def _caret_pad(text: str) -> str:
     """Blanks as wide on screen as ``text``: its tabs kept (they reach the same tab stop on the
     line above, which has the same prefix), wide East Asian characters as two blanks."""
-    import unicodedata  # here: only an error with a caret needs it, and it costs 0.2 ms of `import rearr`
+    import unicodedata  # here: only an error with a caret needs it, and `import rearr` need not pay for it
 
     return "".join(
         "\t" if ch == "\t" else "  " if unicodedata.east_asian_width(ch) in "WF" else ""

@@ -1,6 +1,6 @@
 """A reference interpreter for rearr patterns: slow, element by element, obvious.
 
-It follows the *meaning* of a pattern (docs/language.md, DESIGN.md) and shares
+It follows the *meaning* of a pattern (docs/language.md) and shares
 no code with rearr's recipe, planner or backends; only rearr.syntax.parser.parse is
 used, to turn the text into the IR.  Every operation is one loop:
 

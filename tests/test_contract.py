@@ -74,9 +74,33 @@ def _from(module, y):
 
 def test_the_step_vocabulary_is_the_plans():
     assert set(plan.STEP_KINDS) == set(CASES)
-    assert contract.FUNCTIONS == ("accepts", "stack", "concat", "einsum", "convert_index", "check_index",
-                                  "dtype_kind", "dtype_range", "itemsize", "to_numpy")
-    assert set(contract.ATTRIBUTES) == {"name", "TENSOR", "STEPS", "INDEXES_OTHER"}
+
+
+def test_the_base_declares_every_hook_and_the_lists_name_them_all():
+    """Every public name of contract.Backend is a hook in exactly one of the lists, and no other name."""
+    hooks = {n for n in dir(contract.Backend) if not n.startswith("_")}
+    declared = set(contract.REQUIRED) | set(contract.OPTIONAL) | set(contract.ATTRIBUTES)
+    assert hooks | set(contract.Backend.__annotations__) == declared
+    assert len(declared) == len(contract.REQUIRED) + len(contract.OPTIONAL) + len(contract.ATTRIBUTES)
+
+
+def test_rearr_reads_no_hook_by_probing():
+    """No getattr/hasattr on a backend anywhere in the package: every hook is declared on the base."""
+    import re
+    from pathlib import Path
+
+    root = Path(rearr.__file__).parent
+    probes = [f"{p.relative_to(root)}:{k}" for p in root.rglob("*.py") if p.name != "_lalr_standalone.py"
+              for k, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+              if re.search(r"\b(getattr|hasattr)\((backend|candidate|module|real|backends)\b", line)]
+    assert probes == []
+
+
+@pytest.mark.parametrize("module", BACKEND_MODULES)
+def test_every_backend_module_names_its_backend(module):
+    backend = vars(importlib.import_module(module))["BACKEND"]
+    assert isinstance(backend, contract.Backend)
+    assert type(backend).__module__ == module
 
 
 @pytest.mark.parametrize("module", BACKEND_MODULES)
@@ -122,60 +146,70 @@ def _index_env(backend, pattern: str, p: plan.Plan, indices: dict, x):
 # --- the check ---------------------------------------------------------------------------
 
 
-def _fake(name: str, drop_step=None, drop_function=None) -> types.ModuleType:
-    """A copy of the numpy backend's names, less one step kind or one function."""
-    real = importlib.import_module("rearr.backends.numpy")
-    fake = types.ModuleType(name)
-    fake.__dict__.update({k: v for k, v in vars(real).items() if not k.startswith("__") and k != drop_function})
-    fake.STEPS = {k: v for k, v in real.STEPS.items() if k is not drop_step}
-    return fake
+def _fake(drop_step=None, drop_function=None, code="all") -> contract.Backend:
+    """A backend with every hook but one step kind or one required function (defined on the base only)."""
+    from rearr.backends import numpy as real
+
+    names = {n: staticmethod(vars(real)[n]) for n in contract.REQUIRED if n != drop_function}
+    steps = {k: v for k, v in real.STEPS.items() if k is not drop_step}
+    templates = None if code is None else {k: v for k, v in real.CODE.items() if k is not code}
+    fake = type("FakeBackend", (contract.Backend,), {"name": "fake", "STEPS": steps, "CODE": templates, **names})
+    return fake()
+
+
+def test_a_complete_backend_passes():
+    contract.check(_fake())
 
 
 def test_a_missing_step_kind_is_named():
     with pytest.raises(rearr.RearrError) as info:
-        contract.check(_fake("fake_backend", drop_step=plan.ScatterAlong))
-    assert "fake_backend" in info.value.message and "ScatterAlong" in info.value.message
+        contract.check(_fake(drop_step=plan.ScatterAlong))
+    assert "FakeBackend" in info.value.message and "ScatterAlong" in info.value.message
     assert "docs/backends.md" in info.value.hint
 
 
 def test_a_missing_function_is_named():
     with pytest.raises(rearr.RearrError) as info:
-        contract.check(_fake("fake_backend", drop_function="check_index"))
+        contract.check(_fake(drop_function="check_index"))
     assert "check_index()" in info.value.message
 
 
-def test_code_templates_are_all_or_none():
-    fake = _fake("fake_backend")
-    fake.CODE = {k: v for k, v in fake.CODE.items() if k is not plan.TakeRows}
+def test_something_that_is_not_a_backend_is_refused():
     with pytest.raises(rearr.RearrError) as info:
-        contract.check(fake)
+        contract.check(types.ModuleType("a_module"))
+    assert "is not a rearr.backends.contract.Backend" in info.value.message
+
+
+def test_code_templates_are_all_or_none():
+    with pytest.raises(rearr.RearrError) as info:
+        contract.check(_fake(code=plan.TakeRows))
     assert "CODE templates for TakeRows" in info.value.message
-    del fake.CODE
-    contract.check(fake)  # a backend without templates is complete (explain does not offer it)
+    contract.check(_fake(code=None))  # a backend without templates is complete (explain does not offer it)
 
 
 @pytest.mark.parametrize("module", BACKEND_MODULES)
 def test_a_backend_module_imports_without_its_framework_when_it_has_templates(module):
     """explain reads CODE without importing its framework: such a module binds it in load()."""
     code = (f"import sys, importlib; m = importlib.import_module({module!r}); "
-            "assert not hasattr(m, 'CODE') or not ({'torch', 'numpy', 'dask', 'array_api_compat', 'jax'} "
+            "assert m.BACKEND.CODE is None or not ({'torch', 'numpy', 'dask', 'array_api_compat', 'jax'} "
             "& set(sys.modules)), sorted(sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 
 def test_every_shipped_backend_has_templates():
-    """explain covers every backend rearr ships (issue 10): each module has a CODE table, so the test above binds."""
+    """explain covers every backend rearr ships: each has a CODE table, so the test above binds."""
     for module in BACKEND_MODULES:
-        assert hasattr(importlib.import_module(module), "CODE"), module
+        assert vars(importlib.import_module(module))["BACKEND"].CODE is not None, module
 
 
 def test_registering_an_incomplete_backend_fails_at_registration(monkeypatch):
-    fake = _fake("rearr_tests_incomplete_backend", drop_step=plan.Reduce)
-    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    module = types.ModuleType("rearr_tests_incomplete_backend")
+    module.BACKEND = _fake(drop_step=plan.Reduce)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
     specs = list(backends._SPECS)
     with pytest.raises(rearr.RearrError) as info:
-        backends.register("numpy", fake.__name__)  # numpy is imported: checked now
+        backends.register("numpy", module.__name__)  # numpy is imported: checked now
     assert "Reduce" in info.value.message
     assert backends._SPECS == specs  # not registered
 

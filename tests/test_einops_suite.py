@@ -71,7 +71,7 @@ EXCLUDED = {
     "test_einsum::test_functional_errors": "asserts einops' exact messages and exception classes, and that "
     "'()', groups and anonymous axes raise NotImplementedError: rearr takes '()' and groups (a limit it lifts); "
     "each case is in tests/test_einsum_pack.py::test_einops_einsum_error_cases",
-    # test_layers is beyond the five modules issue 8 names: run too, for the layers.
+    # test_layers: run too, for the layers.
     "test_layers::test_einmix_decomposition": "tests einops' private _EinmixDebugger",
     "test_layers::test_einmix_restrictions": "tests einops' private _EinmixDebugger; the same four cases against "
     "rearr's EinMix: tests/test_layers.py::test_einops_einmix_restrictions",

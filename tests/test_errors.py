@@ -90,7 +90,7 @@ def test_pattern_must_be_a_string():
         rearr.rearrange(np.zeros(3), 42)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value", [2.5, "3", None, True, torch.tensor(3.0)])  # torch.tensor(3) is a length (issue 11)
+@pytest.mark.parametrize("value", [2.5, "3", None, True, torch.tensor(3.0)])  # torch.tensor(3) is a length
 def test_bad_length_values(value):
     with pytest.raises(rearr.RearrError) as info:
         rearr.rearrange(np.zeros(6), "(a b) -> a b", a=value)

@@ -102,7 +102,7 @@ def test_sums_and_means_of_many_duplicates_are_rounded_once(backend, dtype, with
     got_sum = _as_float64(rearr.scatter(x, "n c -> k[i: n] c", "sum", i=i, **into))
     got_mean = _as_float64(rearr.scatter(x, "n c -> k[i: n] c", "mean", i=i, **into))
     eps = EPS[dtype]
-    # a sum rounded once is within half a spacing; float16's own accumulation was off by ~30 %
+    # a sum rounded once is within half a spacing; float16's own accumulation was off by far more
     np.testing.assert_allclose(got_sum, sums, rtol=eps, atol=0)
     # the mean: the rounded sum divided by the rounded count, and rounded again
     np.testing.assert_allclose(got_mean, means, rtol=2 * eps, atol=0)

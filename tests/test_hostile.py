@@ -644,7 +644,7 @@ def test_tensors_that_require_grad():
     np.testing.assert_array_equal(g.numpy(), np.ones((2, 3)))
 
 
-# --- issue 11: silent wrong results and foreign exceptions found from the outside ---------------
+# --- silent wrong results and foreign exceptions found from the outside -------------------------
 
 
 def _idx(backend: str, values, dtype: str):
@@ -834,7 +834,7 @@ def test_dtype_rules_live_in_one_place():
         assert "mean_of_integers" not in source and "complex_order" not in source and "iscomplex" not in source
 
 
-# --- torch dtypes and layouts that torch stores but runs few ops on (issue 11, item 9) -------------
+# --- torch dtypes and layouts that torch stores but runs few ops on ------------------------------
 
 
 TORCH_STORED = ["uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2"]
@@ -896,7 +896,7 @@ def test_torch_inference_tensor_as_into():
         assert torch.equal(rearr.scatter(src, "a k -> a n[i]", "sum", i=i, into=into)[:, 0], torch.full((4,), 6.0))
 
 
-# --- lengths as 0-d arrays and tensors (issue 11, item 11) ------------------------------------------
+# --- lengths as 0-d arrays and tensors -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -931,7 +931,7 @@ def test_shape_under_jit_trace_is_a_length():
     assert tuple(traced(torch.arange(8.0).reshape(4, 2)).shape) == (2, 2, 2)
 
 
-# --- fix hints that work when applied (issue 11, item 14) ----------------------------------------------
+# --- fix hints that work when applied ------------------------------------------------------------------
 
 
 HINT_CASES = [  # (pattern, input shape, index shape); each fails, and its hint is applied

@@ -79,7 +79,7 @@ def test_the_table_keeps_its_bound_and_drops_the_oldest(monkeypatch):
 
 def test_a_torch_tensor_does_not_load_numpy_ma():
     """numpy's backend asks whether a tensor is a masked array: that must not import numpy.ma
-    (11 ms of the first call in a process with torch and numpy, issue 9's cold-start goal)."""
+    (a large part of the first call in a process with torch and numpy)."""
     import subprocess
     import sys
     from pathlib import Path

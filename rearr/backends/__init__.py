@@ -1,12 +1,11 @@
 """The backend registry: keyed on type(x), looked at only for frameworks already imported.
 
-A backend is one module that satisfies `contract.Backend`: ``accepts``,
-``stack``, ``concat``, ``einsum``, ``convert_index``, ``check_index``, and a
-``STEPS`` table from each step class of rearr.planning.plan to the factory that lowers
-it. A new backend is that module plus one line in ``_SPECS`` (or a call to
-`register`). The registry checks a module against the contract when it loads
-it: when a tensor of its framework first arrives, or at `register` when the
-framework is already imported.
+A backend is one module whose ``BACKEND`` is an instance of a subclass of
+`contract.Backend`, the class that declares every hook (with defaults for the
+optional ones). A new backend is that module plus one line in ``_SPECS`` (or a
+call to `register`). The registry checks a backend against the contract when it
+loads it: when a tensor of its framework first arrives, or at `register` when
+the framework is already imported.
 """
 
 from __future__ import annotations
@@ -14,9 +13,12 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..errors import RearrError
+
+if TYPE_CHECKING:
+    from .contract import Backend
 
 # (framework module that must already be imported, rearr backend module)
 _SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch"),
@@ -24,7 +26,7 @@ _SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "r
 # Tried last: any other array with __array_namespace__ (jax, array-api-strict, cupy ...). It has no
 # framework module to look for; its accepts() reads only the type, and array_api_compat loads on first use.
 _GENERIC = "rearr.backends.array_api"
-_BY_TYPE: dict[type, ModuleType] = {}
+_BY_TYPE: dict[type, Backend] = {}
 _CHECKED: set[str] = set()  # backend modules that passed contract.check
 
 
@@ -40,20 +42,31 @@ def register(framework: str, module: str) -> None:
     _SPECS.append((framework, module))
 
 
-def _load(module: str) -> ModuleType:
-    """The backend module, imported and checked against the contract (once)."""
-    backend = importlib.import_module(module)
-    if module not in _CHECKED:
-        if hasattr(backend, "load"):  # a backend that binds its framework late (to serve explain without it)
-            backend.load()
-        from . import contract  # here: its Protocol class costs import time that only loading a backend needs
+def _load(module: str) -> Backend:
+    """The backend of a module (its BACKEND), bound to its framework and checked against the contract (once)."""
+    from . import contract  # here: `import rearr` loads no backend
 
+    backend = _backend_of(module)
+    if module not in _CHECKED:
         contract.check(backend)
+        backend.load()
         _CHECKED.add(module)
     return backend
 
 
-def backend_for(x: object) -> ModuleType:
+def _backend_of(module: str) -> Backend:
+    """A module's BACKEND, imported without its framework (explain reads its templates so)."""
+    from . import contract
+
+    found = vars(importlib.import_module(module)).get("BACKEND")
+    if not isinstance(found, contract.Backend):
+        raise RearrError(f"backend module {module} has no BACKEND that is a rearr.backends.contract.Backend",
+                         code="RA500", hint="end the module with BACKEND = YourBackend(), a subclass of "
+                         "rearr.backends.contract.Backend (see docs/backends.md)")
+    return found
+
+
+def backend_for(x: object) -> Backend:
     backend = _BY_TYPE.get(type(x))
     if backend is not None:
         return backend
@@ -71,13 +84,13 @@ def backend_for(x: object) -> ModuleType:
     )
 
 
-def compile_plan(steps: tuple, backend: ModuleType) -> tuple[Callable, ...]:
+def compile_plan(steps: tuple, backend: Backend) -> tuple[Callable, ...]:
     """Each step as the backend's native call(s), ready to run, after the plan's dtype check if it needs one."""
     calls, check = compile_steps(steps, backend)
     return calls if check is None else (check, *calls)
 
 
-def compile_steps(steps: tuple, backend: ModuleType) -> tuple[tuple[Callable, ...], Callable | None]:
+def compile_steps(steps: tuple, backend: Backend) -> tuple[tuple[Callable, ...], Callable | None]:
     """Each step as the backend's native call(s), and apart, the plan's dtype check (policy.prelude) or None."""
     from ..planning import policy  # here, once per new plan: `import rearr` does not load it
 
@@ -92,8 +105,7 @@ def _by_name() -> dict[str, str]:
 
 def explainable() -> tuple[str, ...]:
     """The names of the backends that ship explain templates (a CODE table); no framework is imported."""
-    return tuple(name for name, module in _by_name().items()
-                 if getattr(importlib.import_module(module), "CODE", None) is not None)
+    return tuple(name for name, module in _by_name().items() if _backend_of(module).CODE is not None)
 
 
 def code_templates(name: str) -> dict:
@@ -103,8 +115,8 @@ def code_templates(name: str) -> dict:
     module = modules.get(name) or next((m for framework, m in _SPECS if framework == name), None)
     if module is None:
         raise RearrError(f"unknown backend {name!r}", code="RA500", hint=f"one of {', '.join(modules)}")
-    templates = getattr(importlib.import_module(module), "CODE", None)
+    templates = _backend_of(module).CODE
     if templates is None:
         raise RearrError(f"the {name} backend has no code templates to explain with", code="RA500",
                          hint=f"explain with backend= one of {', '.join(explainable())}")
-    return templates
+    return dict(templates)

@@ -31,7 +31,7 @@ from ..planning.plan import (
 from . import _code, _common
 from . import numpy as _numpy
 from ._code import Names, tup
-from .contract import IndexEnv
+from .contract import Backend, IndexEnv
 
 name = "array_api"
 # api.py's fast path compares an index's class with TENSOR; these arrays have many classes (one per
@@ -460,3 +460,19 @@ CODE = {
     ScatterRows: code_no_scatter,
     ScatterAlong: code_no_scatter,
 }
+
+
+class ArrayApiBackend(Backend):
+    """The Array API's hooks: the functions above, for any namespace."""
+
+    name = name
+    STEPS, CODE, INDEXES_OTHER = STEPS, CODE, INDEXES_OTHER
+    accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    convert_index, check_index = map(staticmethod, (convert_index, check_index))
+    dtype_kind, dtype_range, itemsize = map(staticmethod, (dtype_kind, dtype_range, itemsize))
+
+    def load(self) -> None:
+        load()
+
+
+BACKEND = ArrayApiBackend()

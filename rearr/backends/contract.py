@@ -1,80 +1,146 @@
-"""What a backend module provides, and the check that the registry runs when it loads one.
+"""The backend contract: one base class that declares every hook rearr reads of a backend.
 
-A backend is one module (rearr/backends/numpy.py is the model). Beside a few
-module-level functions, it declares ``STEPS``: an explicit table from each step
-class of rearr.planning.plan to a factory ``f(step) -> call``, where ``call(x, env)``
-runs that step on x (``env`` holds the index tensors of an indexed call; it is
-None otherwise). A backend may also declare ``CODE``, explain's template for
-each step kind (then for every one), and ``load()``, which the registry calls
-first to bind a framework that the module does not import at its top (a
-module with templates must not: explain reads them without the framework).
-The registry checks the module against `Backend` when it loads it, so a
-missing step kind or function is an error that names it, before any pattern
-runs, not an AttributeError on the first pattern that needs it.
+A backend module (rearr/backends/numpy.py is the model) defines its step factories and a subclass of
+`Backend`, and names one instance ``BACKEND``; the registry (rearr/backends/__init__.py) holds that
+instance. The hooks come in two kinds:
+
+- required: ``name``, ``STEPS`` and the functions that raise NotImplementedError here. ``STEPS`` is
+  an explicit table from each step class of rearr.planning.plan to a factory ``f(step) -> call``,
+  where ``call(x, env)`` runs that step on x (``env`` holds the index tensors of an indexed call; it
+  is None otherwise).
+- optional: everything with a default here, which says "nothing special": no explain templates, no
+  native index checks, no cached indexed path, no unusual tensors.
+
+The registry checks a backend against this class when it loads it (`check`), so a missing step kind
+or function is an error that names it, before any pattern runs. A subclass overrides what differs:
+dask's backend is numpy's with its own reshape, gathers and scatters.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 from ..errors import RearrError
 from ..planning.plan import STEP_KINDS, IndexEnv, IndexUse  # noqa: F401 (IndexEnv: the backends read it from here)
 
 StepCall = Callable[[Any, Any], Any]  # (x, env: IndexEnv | None) -> x
 StepFactory = Callable[[Any], StepCall]  # step -> its call, made once per plan and cached
+CodeTemplate = Callable[..., list]  # (step, layout before it, names) -> the lines explain prints
 
 
-class Backend(Protocol):
-    """The module-level names of a backend (a module satisfies this Protocol structurally)."""
+class Backend:
+    """Every hook of a backend. Subclasses set the class attributes and override the methods."""
 
-    name: str  # the framework, as messages name it ("numpy", "torch")
-    TENSOR: type  # the framework's tensor type: the cached fast path keys on it
-    STEPS: Mapping[type, StepFactory]  # every class of plan.STEP_KINDS -> its factory
-    INDEXES_OTHER: bool  # whether gather and scatter 'set' can move dtypes that are not numbers (rearr.planning.policy)
+    # --- required ----------------------------------------------------------------------------
+    name: ClassVar[str]  # the framework, as messages name it ("numpy", "torch")
+    STEPS: ClassVar[Mapping[type, StepFactory]]  # every class of plan.STEP_KINDS -> its factory
 
     def accepts(self, x: object) -> bool:
         """Whether x is a tensor of this framework (called only once the framework is imported)."""
+        raise NotImplementedError
 
     def stack(self, xs: list) -> Any:
         """A list input of equal-shaped tensors as one tensor, along a new first axis."""
+        raise NotImplementedError
 
     def concat(self, xs: list, axis: int) -> Any:
         """pack: the tensors joined along an existing axis."""
+        raise NotImplementedError
 
     def einsum(self, spec: str, *xs: Any) -> Any:
         """einsum with a one-letter spec ("ab,bc->ac")."""
+        raise NotImplementedError
 
     def convert_index(self, value: object, like: Any, name: str, text: str) -> Any:
-        """An index argument as an integer tensor on x's device, or the RearrError that says why not."""
+        """An index argument as an integer tensor on like's device, or the RearrError that says why not."""
+        raise NotImplementedError
 
     def check_index(self, t: Any, use: IndexUse, text: str) -> Any:
         """The index with its range checked and negative values counted from the end."""
+        raise NotImplementedError
 
     def dtype_kind(self, x: Any) -> str:
         """x's dtype as one of rearr.planning.policy.KINDS: bool, int, uint, float, complex or other."""
+        raise NotImplementedError
 
     def dtype_range(self, x: Any) -> tuple:
         """The least and greatest finite value of x's dtype (a number kind)."""
+        raise NotImplementedError
 
     def itemsize(self, x: Any) -> int:
         """Bytes per element of x's dtype."""
+        raise NotImplementedError
 
     def to_numpy(self, x: Any) -> Any:
         """x as a numpy array (rearr.asnumpy): computed if lazy, copied to the host if it is elsewhere."""
+        raise NotImplementedError
+
+    # --- optional, with defaults -----------------------------------------------------------------
+    # The framework's tensor type, once load() has run: the cached paths key on it. None: arrays of
+    # many classes (the Array API), whose indexes always take the careful path.
+    TENSOR: type | None = None
+    # Explain's template for each step kind (then for every one), or None: nothing to explain with.
+    CODE: ClassVar[Mapping[type, CodeTemplate] | None] = None
+    # Whether gather and scatter 'set' move dtypes that are not numbers (rearr.planning.policy).
+    INDEXES_OTHER: ClassVar[bool] = False
+    # Step kinds whose native call refuses every out-of-range index value itself (see checks_natively).
+    NATIVE_CHECKS: ClassVar[frozenset[type]] = frozenset()
+    # Whether ready_index can say yes: indexed calls seen before then run from rearr.api's _DIRECT table.
+    READY_INDEXES: ClassVar[bool] = False
+
+    def load(self) -> None:
+        """Bind the framework (the registry calls this once, when its first tensor arrives): a module
+        with templates does not import its framework at its top, so that explain can read them."""
+
+    def checks_natively(self, t: Any) -> bool:
+        """Whether the native calls of NATIVE_CHECKS may check index t themselves (e.g. not when traced)."""
+        return False
+
+    def checks_step_natively(self, step: object) -> bool:
+        """Whether this step's native call refuses every bad value of its index, besides NATIVE_CHECKS
+        (a lowering chosen by the step's sizes)."""
+        return False
+
+    def ready_index(self, t: object, like: Any) -> bool:
+        """Whether t is an index that convert_index returns as it is and the native calls may check:
+        the cached indexed path's one test (see READY_INDEXES)."""
+        return False
+
+    def check_into(self, into: Any, x: Any) -> None:
+        """Refuse an into= that the framework cannot copy into a result (the dtype and device checks
+        are rearr's own)."""
+
+    def unusual(self, x: object) -> str | None:
+        """What kind of tensor x is when the framework refused it for its layout (sparse, nested,
+        quantized ...), for rearr.planning.policy's RearrError; None otherwise."""
+        return None
 
 
-# Read from the Protocol, so that the check and the interface cannot disagree.
-FUNCTIONS: tuple[str, ...] = tuple(n for n, v in vars(Backend).items() if callable(v) and not n.startswith("_"))
-ATTRIBUTES: tuple[str, ...] = tuple(Backend.__annotations__)
+# The hooks by kind (tests/test_contract.py checks that these name every hook of the class).
+REQUIRED: tuple[str, ...] = ("accepts", "stack", "concat", "einsum", "convert_index", "check_index", "dtype_kind",
+                             "dtype_range", "itemsize", "to_numpy")
+OPTIONAL: tuple[str, ...] = ("load", "checks_natively", "checks_step_natively", "ready_index", "check_into",
+                             "unusual")
+ATTRIBUTES: tuple[str, ...] = ("name", "STEPS", "TENSOR", "CODE", "INDEXES_OTHER", "NATIVE_CHECKS", "READY_INDEXES")
 
 
-def check(module: ModuleType) -> None:
-    """Raise a RearrError that lists everything the module lacks of the contract."""
-    problems = [f"function {n}()" for n in FUNCTIONS if not callable(getattr(module, n, None))]
-    problems += [f"attribute {n}" for n in ATTRIBUTES if not hasattr(module, n)]
-    steps = getattr(module, "STEPS", None)
+def _defines(cls: type, name: str) -> bool:
+    """Whether a subclass of Backend (not the base itself) defines name."""
+    return any(name in vars(c) for c in cls.__mro__ if c is not Backend and c is not object)
+
+
+def check(backend: object) -> None:
+    """Raise a RearrError that lists everything the backend lacks of the contract."""
+    label = type(backend).__name__
+    if not isinstance(backend, Backend):
+        raise RearrError(f"{label} is not a rearr.backends.contract.Backend", code="RA500",
+                         hint="subclass rearr.backends.contract.Backend, and name an instance BACKEND in the module "
+                         "(see docs/backends.md)")
+    cls = type(backend)
+    problems = [f"function {n}()" for n in REQUIRED if not _defines(cls, n)]
+    problems += [f"attribute {n}" for n in ("name", "STEPS") if not _defines(cls, n)]
+    steps = cls.STEPS if _defines(cls, "STEPS") else None
     if isinstance(steps, Mapping):
         missing = [k.__name__ for k in STEP_KINDS if k not in steps]
         if missing:
@@ -87,15 +153,15 @@ def check(module: ModuleType) -> None:
             problems.append(f"callable STEPS entries for {', '.join(uncallable)}")
     elif steps is not None:
         problems.append("STEPS as a mapping from step class to factory")
-    code = getattr(module, "CODE", None)  # optional: explain's templates; all or none
+    code = cls.CODE
     if code is not None:
         missing = [k.__name__ for k in STEP_KINDS if not callable(code.get(k))]
         if missing:
             problems.append(f"CODE templates for {', '.join(missing)} (a backend that explains explains every step)")
     if problems:
         raise RearrError(
-            f"backend module {module.__name__} lacks " + "; ".join(problems),
+            f"backend {label} lacks " + "; ".join(problems),
             code="RA500",
-            hint="a backend provides every name of rearr.backends.contract.Backend and a STEPS entry "
-            "for each class of rearr.planning.plan.STEP_KINDS (see docs/backends.md)",
+            hint="a backend subclasses rearr.backends.contract.Backend, overrides every required function and "
+            "has a STEPS entry for each class of rearr.planning.plan.STEP_KINDS (see docs/backends.md)",
         )

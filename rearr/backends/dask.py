@@ -42,13 +42,16 @@ from ..planning.plan import (
 from . import _code, _common
 from . import numpy as _np_backend
 from ._code import Names, args, tup
-from .numpy import _row_positions, _row_positions_code, _term, _term_code
-from .numpy import code_permute as code_permute
-from .numpy import code_reduce as code_reduce
-from .numpy import dtype_kind as dtype_kind
-from .numpy import dtype_range as dtype_range
-from .numpy import itemsize as itemsize
-from .numpy import permute as permute
+from .numpy import (
+    NumpyBackend,
+    _row_positions,
+    _row_positions_code,
+    _term,
+    _term_code,
+    code_permute,
+    code_reduce,
+    permute,
+)
 from .numpy import reduce as _np_reduce
 
 if TYPE_CHECKING:
@@ -407,3 +410,29 @@ CODE = {
     ScatterRows: code_no_scatter,
     ScatterAlong: code_no_scatter,
 }
+
+
+class DaskBackend(NumpyBackend):
+    """numpy's backend with dask's own array handling: lazy steps, no native index checks, no cached
+    indexed path (an index may be a lazy dask array). numpy's dtype questions hold as they are."""
+
+    name = name
+    STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, frozenset(), False
+    accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    convert_index, check_index = map(staticmethod, (convert_index, check_index))
+
+    def checks_natively(self, t: object) -> bool:
+        return False
+
+    def checks_step_natively(self, step: object) -> bool:
+        return False
+
+    def ready_index(self, t: object, like: object) -> bool:
+        return False
+
+    def load(self) -> None:
+        load()
+        self.TENSOR = TENSOR
+
+
+BACKEND = DaskBackend()

@@ -27,7 +27,7 @@ from ..planning.plan import (
 from . import _code, _common
 from . import compile_plan as _compile
 from ._code import Names, args, tup
-from .contract import IndexEnv
+from .contract import Backend, IndexEnv
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +40,7 @@ def load() -> None:
     global np, TENSOR, _UFUNC, _c_einsum, _INTP, _FLOAT32
     import numpy as np
 
-    try:  # what np.einsum(optimize=False) calls, without its Python wrapper (~0.7 us a call)
+    try:  # what np.einsum(optimize=False) calls, without its Python wrapper's cost per call
         from numpy._core.multiarray import c_einsum as _c_einsum
     except ImportError:  # numpy < 2
         _c_einsum = np.einsum
@@ -61,7 +61,7 @@ def accepts(x: object) -> bool:
 
 
 def _masked(x: object) -> bool:
-    # np.ma loads on first use of the attribute (11 ms): without it in sys.modules there is no masked array.
+    # np.ma loads on first use of the attribute (slowly): without it in sys.modules there is no masked array.
     return "numpy.ma" in sys.modules and isinstance(x, np.ma.MaskedArray)
 
 
@@ -478,7 +478,7 @@ def _rounded_code(x: str, out: str) -> str:
 
 def scatterrows(step: ScatterRows):
     reduction, rows, terms, space = step.reduction, step.rows, step.terms, step.space
-    into_calls = _compile(step.into, sys.modules[__name__])
+    into_calls = _compile(step.into, BACKEND)
     names = ",".join(c.index for c in terms if c.index)
     row_positions = _row_positions(terms, space)
 
@@ -502,8 +502,8 @@ def _along_offsets(shape: tuple[int, ...], dim: int) -> tuple[list[int], list[tu
 
 
 # Up to this many source elements a 'sum' along an axis is np.add.at with one index array per axis:
-# faster than the flat positions below while small (2.6 against 6.5 us at 6 elements, 4.9 against 7.2
-# at 128; 19 against 9.5 at 1024), and numpy checks each value against its axis itself.
+# faster than the flat positions below while small, slower when large (benchmarks/README.md has the
+# crossing), and numpy checks each value against its axis itself.
 _SMALL_SCATTER = 256
 
 
@@ -532,7 +532,7 @@ def _axis_grid(shape: tuple[int, ...], dim: int) -> tuple[list[np.ndarray], list
 def _sum_by_axes(step: ScatterAlong):
     """A small 'sum' along an axis: np.add.at(out, (aranges..., index, aranges...), x)."""
     dim, shape, src_shape = step.dim, step.shape, step.src_shape
-    into_calls = _compile(step.into, sys.modules[__name__])
+    into_calls = _compile(step.into, BACKEND)
     before, after = _axis_grid(shape, dim)
     index, expand = _term(step.term), step.term.shape != src_shape
 
@@ -562,7 +562,7 @@ def scatteralong(step: ScatterAlong):
     if _sums_by_axes(step):
         return _sum_by_axes(step)
     reduction, dim, term, shape, src_shape = step.reduction, step.dim, step.term, step.shape, step.src_shape
-    into_calls = _compile(step.into, sys.modules[__name__])
+    into_calls = _compile(step.into, BACKEND)
     # numpy has no scatter along an axis with a reduction: flat positions and ufunc.at. The
     # positions along the other axes do not depend on the index, so they are computed once here.
     strides, axes = _along_offsets(shape, dim)
@@ -638,3 +638,21 @@ CODE = {
     ScatterRows: code_scatterrows,
     ScatterAlong: code_scatteralong,
 }
+
+
+class NumpyBackend(Backend):
+    """numpy's hooks: the functions above (dask's backend is this one with what dask does differently)."""
+
+    name = name
+    STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, True
+    accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    convert_index, check_index, ready_index = map(staticmethod, (convert_index, check_index, ready_index))
+    checks_natively, checks_step_natively = map(staticmethod, (checks_natively, checks_step_natively))
+    dtype_kind, dtype_range, itemsize = map(staticmethod, (dtype_kind, dtype_range, itemsize))
+
+    def load(self) -> None:
+        load()
+        self.TENSOR = TENSOR
+
+
+BACKEND = NumpyBackend()

@@ -7,7 +7,6 @@ arrives: explain reads the code templates (the CODE table) without torch.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from ..planning.plan import (
 from . import _code, _common
 from . import compile_plan as _compile
 from ._code import Names, args, tup
+from .contract import Backend
 
 if TYPE_CHECKING:
     import torch
@@ -391,7 +391,7 @@ def _contiguous(fn):
 
 def scatterrows(step: ScatterRows):
     reduction, rows = step.reduction, step.rows
-    into_calls = _compile(step.into, sys.modules[__name__])
+    into_calls = _compile(step.into, BACKEND)
     native = _common.SCATTER_NATIVE.get(reduction)
     names = ",".join(c.index for c in step.terms if c.index)
     flat_fn = _row_positions(step.terms, step.space)
@@ -439,7 +439,7 @@ def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
 
 def scatteralong(step: ScatterAlong):
     reduction, dim, shape, src_shape = step.reduction, step.dim, step.shape, step.src_shape
-    into_calls = _compile(step.into, sys.modules[__name__])
+    into_calls = _compile(step.into, BACKEND)
     native = _common.SCATTER_NATIVE.get(reduction)
     term, name = _term(step.term), step.term.index or ""
     expand = step.term.shape != src_shape
@@ -559,3 +559,21 @@ CODE = {
     ScatterRows: code_scatterrows,
     ScatterAlong: code_scatteralong,
 }
+
+
+class TorchBackend(Backend):
+    """torch's hooks: the functions above."""
+
+    name = name
+    STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, True
+    accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    convert_index, check_index, ready_index = map(staticmethod, (convert_index, check_index, ready_index))
+    checks_natively, check_into, unusual = map(staticmethod, (checks_natively, check_into, unusual))
+    dtype_kind, dtype_range, itemsize = map(staticmethod, (dtype_kind, dtype_range, itemsize))
+
+    def load(self) -> None:
+        load()
+        self.TENSOR = TENSOR
+
+
+BACKEND = TorchBackend()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 from ..errors import RearrError
@@ -111,12 +110,12 @@ def _bad_fill(fill: Any, dtype: object, why: str) -> RearrError:
                       hint="pass a fill= that the dtype holds, or convert the source to a dtype that holds it")
 
 
-def refuse_unusual(error: Exception, backend: ModuleType, values: Any) -> None:
+def refuse_unusual(error: Exception, backend: Any, values: Any) -> None:
     """Raise the RearrError for a backend failure caused by an input the backend runs few ops on
-    (torch's sparse and nested tensors); return when no input is one (the caller re-raises)."""
-    unusual = getattr(backend, "unusual", None)
-    for v in values if unusual is not None else ():
-        what = unusual(v)
+    (torch's sparse and nested tensors); return when no input is one (the caller re-raises).
+    ``backend``: a rearr.backends.contract.Backend (planning sits below the backends: not imported)."""
+    for v in values:
+        what = backend.unusual(v)
         if what is not None:
             raise RearrError(f"{backend.name} cannot run this pattern on {what}: {error}"[:400], code="RA500",
                              hint="convert it to a dense tensor first: x.to_dense(), or "
@@ -134,7 +133,7 @@ _GATHERS = (TakeRows, GatherAlong, AdvancedIndex)
 _SCATTERS = (ScatterRows, ScatterAlong)
 
 
-def prelude(steps: tuple, backend: ModuleType) -> Callable[[Any, Any], Any] | None:
+def prelude(steps: tuple, backend: Any) -> Callable[[Any, Any], Any] | None:
     """The one dtype check a plan needs before its native calls run, or None."""
     reductions = [s.reduction for s in steps if isinstance(s, Reduce) and isinstance(s.reduction, str)]
     scatter = next((s.reduction for s in steps if isinstance(s, _SCATTERS)), None)
