@@ -72,9 +72,9 @@ def _from(module, y):
 
 def test_the_step_vocabulary_is_the_plans():
     assert set(plan.STEP_KINDS) == set(CASES)
-    assert contract.FUNCTIONS == ("accepts", "stack", "concat", "einsum", "convert_index", "check_index",
+    assert contract.FUNCTIONS == ("accepts", "stack", "concat", "einsum", "matmul", "convert_index", "check_index",
                                   "dtype_kind", "dtype_range", "itemsize")
-    assert set(contract.ATTRIBUTES) == {"name", "TENSOR", "STEPS", "INDEXES_OTHER"}
+    assert set(contract.ATTRIBUTES) == {"name", "TENSOR", "STEPS", "INDEXES_OTHER", "EINSUM_MATMUL"}
 
 
 @pytest.mark.parametrize("module", BACKEND_MODULES)

@@ -84,6 +84,10 @@ def einsum(spec: str, *xs):
     return xp.einsum(spec, *xs)
 
 
+def matmul(a, b):
+    return namespace(a).matmul(a, b)
+
+
 def is_float(x) -> bool:
     return namespace(x).isdtype(x.dtype, ("real floating", "complex floating"))
 
@@ -91,6 +95,7 @@ def is_float(x) -> bool:
 # --- dtype questions (rearr.policy asks them) ----------------------------------
 
 INDEXES_OTHER = False  # the standard's dtypes are all numbers
+EINSUM_MATMUL = False  # the namespace's own einsum where it has one (jax's is one XLA dot_general)
 
 
 def dtype_kind(x) -> str:

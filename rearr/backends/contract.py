@@ -33,6 +33,10 @@ class Backend(Protocol):
     TENSOR: type  # the framework's tensor type: the cached fast path keys on it
     STEPS: Mapping[type, StepFactory]  # every class of plan.STEP_KINDS -> its factory
     INDEXES_OTHER: bool  # whether gather and scatter 'set' can move dtypes that are not numbers (rearr.policy)
+    # Whether einsum runs a two-operand (batched) matrix product as the plan's permutes and reshapes
+    # around matmul() (planner_einsum.EinsumMatmul) instead of einsum(spec): what a person writes, and
+    # what torch.compile's inductor fuses (its attention pattern matches matmul's graph, not einsum's).
+    EINSUM_MATMUL: bool
 
     def accepts(self, x: object) -> bool:
         """Whether x is a tensor of this framework (called only once the framework is imported)."""
@@ -45,6 +49,10 @@ class Backend(Protocol):
 
     def einsum(self, spec: str, *xs: Any) -> Any:
         """einsum with a one-letter spec ("ab,bc->ac")."""
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        """a @ b: the matrix product over the last two axes, batched over the leading ones (a 1-D
+        operand is a vector), as the Array API's matmul; einsum's lowering where EINSUM_MATMUL."""
 
     def convert_index(self, value: object, like: Any, name: str, text: str) -> Any:
         """An index argument as an integer tensor on x's device, or the RearrError that says why not."""

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 name = "dask"
 INDEXES_OTHER = True  # numpy's take_along_axis and indexing run on each block
+EINSUM_MATMUL = False  # da.einsum, as numpy's einsum on each block
 
 
 def load() -> None:
@@ -112,6 +113,10 @@ def einsum(spec: str, *xs: da.Array) -> da.Array:
     out = da.einsum(spec, *xs)
     dtype = np.result_type(*xs)
     return out if out.dtype == dtype else out.astype(dtype)
+
+
+def matmul(a: da.Array, b: da.Array) -> da.Array:
+    return da.matmul(a, b)
 
 
 # --- plain steps -------------------------------------------------------------

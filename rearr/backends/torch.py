@@ -79,6 +79,10 @@ def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
     return torch.einsum(spec, *xs)
 
 
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.matmul(a, b)
+
+
 def to_numpy(x: torch.Tensor):
     return x.detach().cpu().numpy()
 
@@ -89,6 +93,9 @@ def is_float(x: torch.Tensor) -> bool:
 
 # torch stores uint16/32/64 and float8 but has few kernels for them, not even index_select: 'other'.
 INDEXES_OTHER = False
+# matmul where einsum is a matrix product: torch.einsum's C++ parses its spec on every call, and inductor
+# fuses an attention block written with matmul into one scaled-dot-product kernel, not one with einsum.
+EINSUM_MATMUL = True
 
 
 def dtype_kind(x: torch.Tensor) -> str:
