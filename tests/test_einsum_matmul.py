@@ -95,6 +95,18 @@ def test_attention_is_the_matmul_one_writes_bitwise():
         a=(Reshape((2, 4, 1)),), b=(), swap=True, out=(Reshape((2, 5)),))
 
 
+def test_split_heads_are_copied_in_memory_order_with_the_same_values():
+    from rearr.backends.torch import _in_memory_order
+
+    q, k = (torch.randn(2, 16, 4, 8).transpose(1, 2) for _ in range(2))  # b n h d -> b h n d: views
+    kt = k.transpose(-2, -1)
+    copied = _in_memory_order(kt)
+    assert torch.equal(copied, kt) and copied.stride(-2) == 1 and copied.mT.is_contiguous()
+    for as_is in (kt.contiguous(), q, torch.randn(2, 8, 5).mT, torch.randn(3, 2, 8, 5).mT):
+        assert _in_memory_order(as_is) is as_is  # contiguous, d last, 3-D, batch dims that merge
+    assert torch.equal(rearr.einsum(q, k, "b h i d, b h j d -> b h i j"), q @ kt)
+
+
 @pytest.mark.parametrize("pattern, shapes, lengths", [MATMULS[3], MATMULS[8], MATMULS[15], MATMULS[16]])
 def test_matmul_lowering_gradients(pattern, shapes, lengths):
     xs = [torch.randn(s, dtype=torch.float64, requires_grad=True) for s in shapes]

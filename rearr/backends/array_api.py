@@ -88,6 +88,10 @@ def matmul(a, b):
     return namespace(a).matmul(a, b)
 
 
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    return _code.einsum_lines(plan, operands, lambda spec, ops: f"xp.einsum({spec}, {ops})")
+
+
 def is_float(x) -> bool:
     return namespace(x).isdtype(x.dtype, ("real floating", "complex floating"))
 
@@ -454,4 +458,5 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_no_scatter,
     ScatterAlong: code_no_scatter,
+    "einsum": code_einsum,  # (plan of planner_einsum, operand names) -> lines
 }

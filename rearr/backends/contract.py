@@ -97,6 +97,8 @@ def check(module: ModuleType) -> None:
         missing = [k.__name__ for k in STEP_KINDS if not callable(code.get(k))]
         if missing:
             problems.append(f"CODE templates for {', '.join(missing)} (a backend that explains explains every step)")
+        if not callable(code.get("einsum")):
+            problems.append("a CODE template for 'einsum' (planner_einsum's plan, operand names -> lines)")
     if problems:
         raise RearrError(
             f"backend module {module.__name__} lacks " + "; ".join(problems),

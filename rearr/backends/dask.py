@@ -119,6 +119,12 @@ def matmul(a: da.Array, b: da.Array) -> da.Array:
     return da.matmul(a, b)
 
 
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    # astype of the dtype it has is the array itself: einsum above casts only where dask's sum promoted
+    return _code.einsum_lines(plan, operands,
+                              lambda spec, ops: f"da.einsum({spec}, {ops}).astype(np.result_type({ops}))")
+
+
 # --- plain steps -------------------------------------------------------------
 
 
@@ -407,4 +413,5 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_no_scatter,
     ScatterAlong: code_no_scatter,
+    "einsum": code_einsum,  # (plan of planner_einsum, operand names) -> lines
 }

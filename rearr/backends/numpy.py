@@ -96,6 +96,11 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    optimize = ", optimize=True" if len(operands) > 2 else ""  # as einsum above: c_einsum is optimize=False
+    return _code.einsum_lines(plan, operands, lambda spec, ops: f"np.einsum({spec}, {ops}{optimize})")
+
+
 def to_numpy(x: np.ndarray) -> np.ndarray:
     return np.asarray(x)
 
@@ -642,4 +647,5 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_scatterrows,
     ScatterAlong: code_scatteralong,
+    "einsum": code_einsum,  # (plan of planner_einsum, operand names) -> lines
 }

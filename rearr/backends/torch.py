@@ -80,7 +80,39 @@ def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if not torch.compiler.is_compiling():  # compiled: matmul's own graph, the one inductor's fusions match
+        a, b = _in_memory_order(a), _in_memory_order(b)
     return torch.matmul(a, b)
+
+
+def _in_memory_order(t: torch.Tensor) -> torch.Tensor:
+    """t; or, where matmul must copy t to fold its batch dims into one and t's last two dims are
+    transposed in memory (k.transpose(-2, -1) of split heads), that copy made in memory order: then
+    matmul's fold is a view and the product reads the transpose for free, instead of a transposing copy.
+    The values, and torch's result, are the same."""
+    if t.dim() < 4 or t.stride(-2) != 1 or t.stride(-1) == 1:  # 3-D: matmul runs bmm on it as it is
+        return t
+    sizes, strides = t.shape[:-2], t.stride()[:-2]
+    if all(strides[i] == strides[i + 1] * sizes[i + 1] for i in range(len(sizes) - 1) if sizes[i + 1] != 1):
+        return t
+    return t.mT.contiguous().mT
+
+
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    """explain's lines: a matrix product as api._matmul_run runs it (the STEPS calls of its Reshape and
+    Permute steps around matmul), any other einsum as torch.einsum."""
+    mm = plan.mm
+    if mm is None:
+        return _code.einsum_lines(plan, operands, lambda spec, ops: f"torch.einsum({spec}, {ops})")
+    x, y = operands
+
+    def step(name: str, s) -> str:
+        return f"{name} = {name}.permute({args(s.perm)})" if isinstance(s, Permute) else \
+            f"{name} = {name}.reshape({args(s.shape)})"
+
+    lines = [step(name, s) for name, steps in ((x, mm.a), (y, mm.b)) for s in steps]
+    lines.append(f"{x} = torch.matmul({y}, {x})" if mm.swap else f"{x} = torch.matmul({x}, {y})")
+    return lines + [step(x, s) for s in mm.out]
 
 
 def to_numpy(x: torch.Tensor):
@@ -565,4 +597,5 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_scatterrows,
     ScatterAlong: code_scatteralong,
+    "einsum": code_einsum,  # (plan of planner_einsum, operand names) -> lines
 }
