@@ -172,7 +172,7 @@ def _matmul(parts: list[str], sizes: dict, pre: list, post: tuple | None) -> Ein
     if (not summed or len(set(a)) < len(a) or len(set(b)) < len(b)
             or any(c not in out and c not in summed for c in a + b)):
         return None
-    pre_a, pre_b = (Reshape(tuple(p)) if p is not None else None for p in (pre or [None, None]))
+    pre_a, pre_b = (None if p is None else Reshape(tuple(p)) for p in pre)
     straight = _matmul_steps(a, b, summed, out, sizes, pre_a, pre_b, post)
     swapped = _matmul_steps(b, a, summed, out, sizes, pre_b, pre_a, post)
     if sum(map(len, swapped)) < sum(map(len, straight)):  # fewer steps: the output puts b's axes first
