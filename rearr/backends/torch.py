@@ -90,11 +90,14 @@ def _in_memory_order(t: torch.Tensor) -> torch.Tensor:
     transposed in memory (k.transpose(-2, -1) of split heads), that copy made in memory order: then
     matmul's fold is a view and the product reads the transpose for free, instead of a transposing copy.
     The values, and torch's result, are the same."""
-    if t.dim() < 4 or t.stride(-2) != 1 or t.stride(-1) == 1:  # 3-D: matmul runs bmm on it as it is
+    if t.dim() < 4:  # 3-D: matmul runs bmm on it as it is
         return t
-    sizes, strides = t.shape[:-2], t.stride()[:-2]
-    if all(strides[i] == strides[i + 1] * sizes[i + 1] for i in range(len(sizes) - 1) if sizes[i + 1] != 1):
+    strides = t.stride()
+    if strides[-2] != 1 or strides[-1] == 1:
         return t
+    sizes = t.shape
+    if all(strides[i] == strides[i + 1] * sizes[i + 1] for i in range(len(sizes) - 3) if sizes[i + 1] != 1):
+        return t  # the batch dims merge: matmul's fold is a view already
     return t.mT.contiguous().mT
 
 
