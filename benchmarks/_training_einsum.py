@@ -86,8 +86,7 @@ def _compiled(f: Callable, args: tuple, backward: bool) -> tuple[Callable, bool]
     from torch._dynamo.utils import counters
     from torch._inductor import config
 
-    torch._dynamo.reset()
-    counters.clear()
+    counters.clear()  # not torch._dynamo.reset(): it would drop the variants compiled before this one
     g = torch.compile(f, fullgraph=True)
     with config.patch(fx_graph_cache=False):  # a cache hit skips the passes (and their counters)
         out = g(*args)
@@ -143,6 +142,7 @@ def run(args: argparse.Namespace) -> list[str]:
         want = (want_out.detach(),) + (tuple(t.grad.clone() for t in inputs) if backward else ())  # a later
         # backward would add into these very tensors
         calls, fused = {}, {}
+        torch._dynamo.reset()  # once per mode: every variant's compile is kept until it is timed
         for name, f in fns.items():
             if compiled:
                 f, fused[name] = _compiled(f, inputs, backward)

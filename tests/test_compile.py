@@ -146,6 +146,20 @@ def test_inductor_fuses_an_einsum_attention_block_as_a_matmul_one():
     assert counters["inductor"]["fuse_attention"] == 1
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_einsum_attention_block_trains_compiled(backend):
+    """Forward and backward (on the CPU, the matmul's operands are copied in memory order there too)."""
+    x = torch.randn(2, 16, 3 * 32, dtype=torch.float64, requires_grad=True)
+    _no_break(_attention, x, 4)
+    grads = []
+    for f in (_attention, torch.compile(_attention, backend=backend, fullgraph=True)):
+        x.grad = None
+        out = f(x, 4)
+        (out * torch.arange(out.numel()).reshape(out.shape)).sum().backward()
+        grads.append((out.detach(), x.grad.clone()))
+    _same(grads[0], grads[1])
+
+
 def test_einops_dynamic_shape_test_passes_against_rearr():
     """einops 0.8.2's test_torch_compile_with_dynamic_shape, with rearr's functions."""
     def func1(x):

@@ -80,16 +80,25 @@ def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    if not torch.compiler.is_compiling():  # compiled: matmul's own graph, the one inductor's fusions match
+    if _reorders(a, b):
         a, b = _in_memory_order(a), _in_memory_order(b)
     return torch.matmul(a, b)
+
+
+def _reorders(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether matmul's operands go through _in_memory_order: always in eager code; compiled, only in a
+    CPU training graph. Inductor's attention fusion matches matmul's own graph (a copy before it hides
+    the pattern), and on the CPU it fuses inference graphs only."""
+    if not torch.compiler.is_compiling():
+        return True
+    return a.device.type == "cpu" and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
 
 
 def _in_memory_order(t: torch.Tensor) -> torch.Tensor:
     """t; or, where matmul must copy t to fold its batch dims into one and t's last two dims are
     transposed in memory (k.transpose(-2, -1) of split heads), that copy made in memory order: then
-    matmul's fold is a view and the product reads the transpose for free, instead of a transposing copy.
-    The values, and torch's result, are the same."""
+    matmul's fold is a view and the product reads the transpose for free, instead of a transposing copy
+    (inductor makes the same copy for a compiled matmul). The values, and torch's result, are the same."""
     if t.dim() < 4:  # 3-D: matmul runs bmm on it as it is
         return t
     strides = t.stride()
