@@ -554,7 +554,8 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
 
     Groups such as ``(h w)`` may stand on either side (lengths as keywords where the operands do
     not give them), and ``1`` or ``()`` for unit axes: they become reshapes around the backend's
-    einsum.
+    einsum. On torch, a two-operand matrix product (batched or not) runs as permutes and reshapes
+    around ``torch.matmul``, as one writes it by hand (docs/language.md, einsum).
     """
     try:
         if len(tensors_and_pattern) == 3:  # two operands, the common call: issue 9 counts its overhead
@@ -571,12 +572,12 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
             except (AttributeError, TypeError):  # not a tensor; a symbolic shape (torch.compile) does not hash
                 call = None
             if call is not None:
-                native, pre, spec, post = call
+                run, pre, arg, post = call
                 if pre:
                     a = a if pre[0] is None else a.reshape(pre[0])
                     b = b if pre[1] is None else b.reshape(pre[1])
                 try:
-                    out = native(spec, a, b)
+                    out = run(arg, a, b)
                 except (RuntimeError, ValueError, TypeError) as e:
                     _einsum_refused(_BY_TYPE[a.__class__], e)
                 return out if post is None else out.reshape(post)
@@ -589,7 +590,7 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
                              shape=shapes if shapes and None not in shapes else None, op="einsum") from None
 
 
-# (pattern, each operand's class and shape, lengths) -> (backend's einsum, EinsumPlan): the two-operand call's
+# (pattern, each operand's class and shape, lengths) -> _einsum_call's (run, pre, arg, post): the two-operand call's
 # one look-up, a flat key that hashes faster than _einsum_plan's. Filled from _einsum_plan (the bounded LRU
 # that planning goes through); a _Plans table, so bounded and thread-safe like the other calls' tables.
 _einsum_calls = _Plans("_einsum_calls")
@@ -606,14 +607,14 @@ def _einsum_planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any
             shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
             if len(shapes) == len(tensors):
                 lengths = _einsum_key(pattern, axes_lengths) if axes_lengths else ()
-                plan = _einsum_planned(pattern, shapes, lengths)
+                call = _einsum_call(backend, _einsum_planned(pattern, shapes, lengths))
                 if len(tensors) == 2:
                     key = (pattern, tensors[0].__class__, shapes[0], tensors[1].__class__, shapes[1], lengths)
                     try:
-                        _einsum_calls.add(key, (backend.einsum, *plan))
+                        _einsum_calls.add(key, call)
                     except TypeError:  # symbolic shapes: not remembered, planned on each call (one per trace)
                         pass
-                return _einsum_run(backend, *plan, tensors)
+                return _einsum_run(backend, *call, tensors)
     return _einsum_careful(tensors_and_pattern, axes_lengths)
 
 
@@ -623,11 +624,37 @@ def _einsum_cache_clear() -> None:
     _einsum_plan.cache_clear()
 
 
-def _einsum_run(backend: Any, pre: tuple, spec: str, post: tuple | None, tensors: tuple) -> Any:
+def _einsum_call(backend: Any, plan: EinsumPlan) -> tuple:
+    """(run, pre, arg, post): the einsum is ``run(arg, *operands)`` on the operands reshaped to pre, then
+    reshaped to post. run is the backend's einsum, arg its spec; or, where the backend lowers a matrix
+    product to matmul (EINSUM_MATMUL) and the plan is one, _matmul_run with the plan's steps as calls."""
+    pre, spec, post, mm = plan
+    if mm is None or not backend.EINSUM_MATMUL:
+        return backend.einsum, pre, spec, post
+    table = backend.STEPS
+    a, b, out = (tuple(table[type(step)](step) for step in steps) for steps in (mm.a, mm.b, mm.out))
+    return _matmul_run, (), (a, b, out, mm.swap, backend.matmul), None
+
+
+def _matmul_run(arg: tuple, a: Any, b: Any) -> Any:
+    """An EinsumMatmul's calls: each operand's steps, matmul (the operands swapped where it says so), the
+    result's steps."""
+    a_steps, b_steps, out_steps, swap, matmul = arg
+    for step in a_steps:
+        a = step(a, None)
+    for step in b_steps:
+        b = step(b, None)
+    out = matmul(b, a) if swap else matmul(a, b)
+    for step in out_steps:
+        out = step(out, None)
+    return out
+
+
+def _einsum_run(backend: Any, run: Callable, pre: tuple, arg: Any, post: tuple | None, tensors: tuple) -> Any:
     if pre:
         tensors = tuple(t if shape is None else t.reshape(shape) for t, shape in zip(tensors, pre))
     try:
-        out = backend.einsum(spec, *tensors)
+        out = run(arg, *tensors)
     except (RuntimeError, ValueError, TypeError) as e:
         _einsum_refused(backend, e)
     return out if post is None else out.reshape(post)
@@ -662,8 +689,8 @@ def _einsum_careful(args: tuple, axes_lengths: dict[str, Any]) -> Any:
             raise RearrError(f"operand {k} is a {type(t).__name__}, operand 0 a {type(tensors[0]).__name__}",
                              code="RA500", hint="give einsum tensors of one library")
     lengths = _einsum_lengths(pattern, axes_lengths)
-    pre, spec, post = _einsum_planned(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
-    return _einsum_run(backend, pre, spec, post, tuple(tensors))
+    plan = _einsum_planned(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
+    return _einsum_run(backend, *_einsum_call(backend, plan), tuple(tensors))
 
 
 def _einsum_key(pattern: str, axes_lengths: dict[str, Any]) -> tuple:

@@ -10,7 +10,7 @@ import torch
 import rearr
 from rearr import RearrError
 
-# --- einsum: a zero-length '...' dimension is taken for a length-1 one (planner_einsum._broadcast) ---
+# --- einsum: a zero-length '...' dimension is taken for a length-1 one (planning.einsum._broadcast) ---
 
 
 @pytest.mark.parametrize(

@@ -491,7 +491,7 @@ def test_main_returns_the_exit_code_of_bad_usage(capsys):
     (["--shape", "2,5", "-l", "h"], "argument -l/--length: 'h' is not a length"),
     (["--shape", "2,5", "-l", "h=x"], "argument -l/--length: 'h=x' is not a length"),
     (["--shape", "2,5", "-l", "2=4"], "argument -l/--length: '2=4' is not a length"),
-    (["--shape", "2,5", "--op", "einsum"], "argument --op: invalid choice: 'einsum'"),
+    (["--shape", "2,5", "--op", "pack"], "argument --op: invalid choice: 'pack'"),
     ([], "the following arguments are required: --shape"),
 ])
 def test_explain_argument_errors(args, message):

@@ -119,6 +119,47 @@ def test_a_message_passing_scatter_with_changing_edges_compiles_one_frame():
     assert _frames(_message_passing, make, (2, 3, 5, 8), [(1, 0), (2, 0)]) == 1
 
 
+def test_a_dynamic_batch_through_einsums_matmul_compiles_one_frame():
+    def f(x, w):  # a grouped matmul whose reshapes hold the symbolic batch
+        return rearr.einsum(x, w, "b (h w) c, c d -> (b h) w d", h=2)
+
+    assert _frames(f, lambda b: (torch.randn(b, 6, 4), torch.randn(4, 5)), (2, 3, 5, 8), [(0, 0)]) == 1
+
+
+def _attention(x, heads):
+    q, k, v = (rearr.rearrange(t, "b n (h d) -> b h n d", h=heads) for t in x.chunk(3, dim=-1))
+    a = rearr.einsum(q, k, "b h i d, b h j d -> b h i j").softmax(-1)
+    return rearr.rearrange(rearr.einsum(a, v, "b h i j, b h j d -> b h i d"), "b h n d -> b n (h d)")
+
+
+def test_inductor_fuses_an_einsum_attention_block_as_a_matmul_one():
+    """Inductor's attention fusion matches matmul's graph: rearr's einsum lowers to it, torch.einsum does not."""
+    from torch._dynamo.utils import counters
+    from torch._inductor import config
+
+    x = torch.randn(2, 16, 3 * 32)
+    _no_break(_attention, x, 4)
+    counters.clear()
+    with config.patch(fx_graph_cache=False):  # a cache hit would skip the pass that counts
+        g = torch.compile(_attention, fullgraph=True)
+        torch.testing.assert_close(g(x, 4), _attention(x, 4))
+    assert counters["inductor"]["fuse_attention"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_einsum_attention_block_trains_compiled(backend):
+    """Forward and backward (on the CPU, the matmul's operands are copied in memory order there too)."""
+    x = torch.randn(2, 16, 3 * 32, dtype=torch.float64, requires_grad=True)
+    _no_break(_attention, x, 4)
+    grads = []
+    for f in (_attention, torch.compile(_attention, backend=backend, fullgraph=True)):
+        x.grad = None
+        out = f(x, 4)
+        (out * torch.arange(out.numel()).reshape(out.shape)).sum().backward()
+        grads.append((out.detach(), x.grad.clone()))
+    _same(grads[0], grads[1])
+
+
 def test_einops_dynamic_shape_test_passes_against_rearr():
     """einops 0.8.2's test_torch_compile_with_dynamic_shape, with rearr's functions."""
     def func1(x):

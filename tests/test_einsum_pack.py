@@ -178,13 +178,15 @@ def test_einsum_look_up_lets_no_bad_length_through_and_stays_bounded(monkeypatch
 
 def test_einsum_is_planned_from_shapes_alone_as_plain_data():
     # The planner stage (rearr/planning/einsum.py) sees shapes, never a tensor; its plan is the
-    # operands' reshapes, the backend's spec and the output's reshape.
-    from rearr.planning.einsum import EinsumPlan, plan
+    # operands' reshapes, the backend's spec and the output's reshape, and the same as one matmul.
+    from rearr.planning.einsum import EinsumMatmul, EinsumPlan, plan
+    from rearr.planning.plan import Reshape
 
     assert plan("b (h w) c, c d -> b h w d", ((2, 6, 4), (4, 5)), (("h", 2),)) == EinsumPlan(
-        pre=(), spec="abc,cd->abd", post=(2, 2, 3, 5))  # (h w) stays one einsum axis: no reshape before
-    assert plan("b h w c, (h w) t -> b t c", ((2, 4, 4, 5), (16, 3)), ()) == EinsumPlan(
-        pre=((2, 16, 5), None), spec="abc,bd->adc", post=None)
+        pre=(), spec="abc,cd->abd", post=(2, 2, 3, 5),  # (h w) stays one einsum axis: no reshape before
+        mm=EinsumMatmul(a=(), b=(), swap=False, out=(Reshape((2, 2, 3, 5)),)))  # x @ w, then the groups
+    assert plan("b h w c, (h w) t -> b t c", ((2, 4, 4, 5), (16, 3)), ())[:3] == EinsumPlan(
+        pre=((2, 16, 5), None), spec="abc,bd->adc", post=None)[:3]
     with pytest.raises(RearrError) as info:
         plan("b (h w), h -> b", ((2, 7), (3,)), ())
     assert info.value.code == "RA302"

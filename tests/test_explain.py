@@ -202,6 +202,58 @@ def test_printed_code_gives_rearrs_result(case, library):
         np.testing.assert_array_equal(_numpy(got), _numpy(want))
 
 
+# einsum: (pattern, operand shapes, lengths); matrix products (torch: matmul) and the others (einsum)
+EINSUM_CASES = [
+    ("b h i d, b h j d -> b h i j", [(2, 3, 4, 5), (2, 3, 6, 5)], {}),
+    ("b h i j, b h j d -> b h i d", [(2, 3, 4, 6), (2, 3, 6, 5)], {}),
+    ("b i d, b j d -> b j i", [(2, 3, 4), (2, 5, 4)], {}),
+    ("b d, b i d -> b i", [(2, 4), (2, 5, 4)], {}),
+    ("k, k ->", [(3,), (3,)], {}),
+    ("b (h w) c, c d -> b h w d", [(2, 6, 4), (4, 5)], {"h": 2}),
+    ("b h w c, (h w) t -> b t c", [(2, 4, 4, 5), (16, 3)], {}),
+    ("b t c, c d -> (b t) d 1", [(2, 3, 4), (4, 5)], {}),
+    ("b i, b j -> b i j", [(2, 3), (2, 4)], {}),
+    ("... i d, ... j d -> ... i j", [(7, 2, 3, 4), (2, 5, 4)], {}),
+    ("a b, b c, c d -> a d", [(2, 3), (3, 4), (4, 5)], {}),
+    ("i i -> i", [(3, 3)], {}),
+]
+
+
+@pytest.mark.parametrize("library", ["torch", "numpy", "dask", "jax"])
+@pytest.mark.parametrize("pattern, shapes, lengths", EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
+def test_printed_einsum_code_gives_rearrs_result(pattern, shapes, lengths, library):
+    rng = np.random.default_rng(0)
+    xs = [_to(library, rng.standard_normal(s)) for s in shapes]
+    e = explain(pattern, *shapes, op="einsum", backend=LIBRARIES[library], **lengths)
+    namespace = {"np": np, "torch": torch, "da": da, "xp": _XP.get(library),
+                 **{name: x for (name, _), x in zip(e.operands, xs)}}
+    exec("\n".join(e.code), namespace)  # noqa: S102 - the point of the test
+    got, want = namespace[e.input_name], rearr.einsum(*xs, pattern, **lengths)
+    assert type(got) is type(want) and tuple(got.shape) == tuple(want.shape) == e.out_shape
+    if library == "torch":
+        torch.testing.assert_close(got, want, rtol=0, atol=0)  # the same calls
+    else:
+        np.testing.assert_array_equal(_numpy(got), _numpy(want))
+
+
+def test_einsum_report_shows_the_matmul_on_torch_and_the_einsum_elsewhere():
+    e = explain("b h i d, b h j d -> b h i j", (2, 3, 4, 5), (2, 3, 6, 5), op="einsum")
+    assert e.code == ("y = y.permute(0, 1, 3, 2)", "x = torch.matmul(x, y)")
+    text = str(e)
+    for part in ["einsum 'b h i d, b h j d -> b h i j': x (2, 3, 4, 5), y (2, 3, 6, 5) -> (2, 3, 4, 6)",
+                 "d     5  einsum axis d", "torch code (x, y are the operands, then x is the result):",
+                 "formula: out[b, h, i, j] = sum over d of x[b, h, i, d] * y[b, h, j, d]"]:
+        assert part in text, text
+    assert explain("b h i d, b h j d -> b h i j", (2, 3, 4, 5), (2, 3, 6, 5), op="einsum", backend="numpy").code \
+        == ("x = np.einsum('abcd,abed->abce', x, y)",)
+    assert explain("x y, y z -> x z", (2, 3), (3, 4), op="einsum").operands == (("x1", (2, 3)), ("y1", (3, 4)))
+    for args, kwargs, code in [(((2, 3),), {}, "RA206"), (((2, 3), (4, 5)), {}, "RA303"),
+                               (((2, 3), (3, 4)), {"show": True}, "RA100"), (((2, -3), (3, 4)), {}, "RA304")]:
+        with pytest.raises(RearrError) as info:
+            explain("i j, j k -> i k", *args, op="einsum", **kwargs)
+        assert info.value.code == code
+
+
 @given(st.one_of(transform_cases(), gather_cases(), scatter_cases(dtypes=("float64", "float32"))),
        st.sampled_from(["torch", "numpy", "torch", "numpy", "dask", "array_api_strict"]))
 def test_printed_code_on_random_patterns(case, backend):
@@ -294,7 +346,7 @@ def test_the_table_executes_every_step_kind_on_every_backend(backend):
     assert not missing, f"no case lowers to {', '.join(k.__name__ for k in missing)}"
     assert set(STEP_KINDS) - seen <= {ScatterRows, ScatterAlong}
     assert bool(refused) == (backend in ("dask", "array_api"))
-    assert set(backends.code_templates(backend)) == set(STEP_KINDS)
+    assert set(backends.code_templates(backend)) == set(STEP_KINDS) | {"einsum"}  # einsum: its own cases
 
 
 def test_numpy_small_scatter_sum_prints_add_at_with_one_index_array_per_axis():
@@ -603,6 +655,12 @@ def test_cli_explain():
     done = _cli("c b h -> b (c h)", "--shape", "2,5,32")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(explain("c b h -> b (c h)", (2, 5, 32)))
+
+
+def test_cli_explain_einsum():
+    done = _cli("i j, j k -> i k", "--shape", "2,3", "--shape", "3,4", "--op", "einsum")
+    assert done.returncode == 0, done.stderr
+    assert "x = torch.matmul(x, y)" in done.stdout
 
 
 def test_cli_explain_options():

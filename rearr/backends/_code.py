@@ -66,6 +66,18 @@ def broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(max(col) if min(col) != 0 else 0 for col in zip(*padded))
 
 
+def einsum_lines(plan, operands: Sequence[str], call: Callable[[str, str], str]) -> list[str]:
+    """explain's lines of an einsum that runs as the backend's einsum (planning.einsum.EinsumPlan): the
+    operands' reshapes, ``x = call(spec literal, operands)``, the result's reshape; the first operand's
+    name holds the result. api._einsum_run makes these calls."""
+    lines = [f"{name} = {name}.reshape({args(shape)})" for name, shape in zip(operands, plan.pre) if shape is not None]
+    x = operands[0]
+    lines.append(f"{x} = {call(repr(plan.spec), ', '.join(operands))}")
+    if plan.post is not None:
+        lines.append(f"{x} = {x}.reshape({args(plan.post)})")
+    return lines
+
+
 def index_expr(t: IndexTerm, names: Names, permute: Callable[[str, tuple[int, ...]], str]) -> tuple[str, tuple]:
     """An index term's index tensor, permuted as the term says: (expression, its shape)."""
     assert t.index is not None

@@ -94,6 +94,14 @@ def to_numpy(x):
         return np.asarray(x)
 
 
+def matmul(a, b):
+    return namespace(a).matmul(a, b)
+
+
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    return _code.einsum_lines(plan, operands, lambda spec, ops: f"xp.einsum({spec}, {ops})")
+
+
 def is_float(x) -> bool:
     return namespace(x).isdtype(x.dtype, ("real floating", "complex floating"))
 
@@ -101,6 +109,7 @@ def is_float(x) -> bool:
 # --- dtype questions (rearr.planning.policy asks them) ----------------------------------
 
 INDEXES_OTHER = False  # the standard's dtypes are all numbers
+EINSUM_MATMUL = False  # the namespace's own einsum where it has one (jax's is one XLA dot_general)
 
 
 def dtype_kind(x) -> str:
@@ -459,6 +468,7 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_no_scatter,
     ScatterAlong: code_no_scatter,
+    "einsum": code_einsum,  # (plan of rearr.planning.einsum, operand names) -> lines
 }
 
 
@@ -468,6 +478,7 @@ class ArrayApiBackend(Backend):
     name = name
     STEPS, CODE, INDEXES_OTHER = STEPS, CODE, INDEXES_OTHER
     accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    matmul, EINSUM_MATMUL = staticmethod(matmul), EINSUM_MATMUL
     convert_index, check_index = map(staticmethod, (convert_index, check_index))
     dtype_kind, dtype_range, itemsize = map(staticmethod, (dtype_kind, dtype_range, itemsize))
 

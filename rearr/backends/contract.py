@@ -52,6 +52,11 @@ class Backend:
         """einsum with a one-letter spec ("ab,bc->ac")."""
         raise NotImplementedError
 
+    def matmul(self, a: Any, b: Any) -> Any:
+        """a @ b: the matrix product over the last two axes, batched over the leading ones (a 1-D
+        operand is a vector), as the Array API's matmul; einsum's lowering where EINSUM_MATMUL."""
+        raise NotImplementedError
+
     def convert_index(self, value: object, like: Any, name: str, text: str) -> Any:
         """An index argument as an integer tensor on like's device, or the RearrError that says why not."""
         raise NotImplementedError
@@ -80,7 +85,8 @@ class Backend:
     # The framework's tensor type, once load() has run: the cached paths key on it. None: arrays of
     # many classes (the Array API), whose indexes always take the careful path.
     TENSOR: type | None = None
-    # Explain's template for each step kind (then for every one), or None: nothing to explain with.
+    # Explain's template for each step kind (then for every one) and for "einsum" (an einsum plan and the
+    # operand names -> lines), or None: nothing to explain with.
     CODE: ClassVar[Mapping[type, CodeTemplate] | None] = None
     # Whether gather and scatter 'set' move dtypes that are not numbers (rearr.planning.policy).
     INDEXES_OTHER: ClassVar[bool] = False
@@ -88,6 +94,10 @@ class Backend:
     NATIVE_CHECKS: ClassVar[frozenset[type]] = frozenset()
     # Whether ready_index can say yes: indexed calls seen before then run from rearr.api's _DIRECT table.
     READY_INDEXES: ClassVar[bool] = False
+    # Whether einsum runs a two-operand (batched) matrix product as the plan's permutes and reshapes
+    # around matmul() (planning.einsum.EinsumMatmul) instead of einsum(spec): what a person writes, and
+    # what torch.compile's inductor fuses (its attention pattern matches matmul's graph, not einsum's).
+    EINSUM_MATMUL: ClassVar[bool] = False
 
     def load(self) -> None:
         """Bind the framework (the registry calls this once, when its first tensor arrives): a module
@@ -118,11 +128,12 @@ class Backend:
 
 
 # The hooks by kind (tests/test_contract.py checks that these name every hook of the class).
-REQUIRED: tuple[str, ...] = ("accepts", "stack", "concat", "einsum", "convert_index", "check_index", "dtype_kind",
-                             "dtype_range", "itemsize", "to_numpy")
+REQUIRED: tuple[str, ...] = ("accepts", "stack", "concat", "einsum", "matmul", "convert_index", "check_index",
+                             "dtype_kind", "dtype_range", "itemsize", "to_numpy")
 OPTIONAL: tuple[str, ...] = ("load", "checks_natively", "checks_step_natively", "ready_index", "check_into",
                              "unusual")
-ATTRIBUTES: tuple[str, ...] = ("name", "STEPS", "TENSOR", "CODE", "INDEXES_OTHER", "NATIVE_CHECKS", "READY_INDEXES")
+ATTRIBUTES: tuple[str, ...] = ("name", "STEPS", "TENSOR", "CODE", "INDEXES_OTHER", "NATIVE_CHECKS", "READY_INDEXES",
+                               "EINSUM_MATMUL")
 
 
 def _defines(cls: type, name: str) -> bool:
@@ -158,6 +169,8 @@ def check(backend: object) -> None:
         missing = [k.__name__ for k in STEP_KINDS if not callable(code.get(k))]
         if missing:
             problems.append(f"CODE templates for {', '.join(missing)} (a backend that explains explains every step)")
+        if not callable(code.get("einsum")):
+            problems.append("a CODE template for 'einsum' (rearr.planning.einsum's plan, operand names -> lines)")
     if problems:
         raise RearrError(
             f"backend {label} lacks " + "; ".join(problems),

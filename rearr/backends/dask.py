@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 name = "dask"
 INDEXES_OTHER = True  # numpy's take_along_axis and indexing run on each block
+EINSUM_MATMUL = False  # da.einsum, as numpy's einsum on each block
 
 
 def load() -> None:
@@ -119,6 +120,16 @@ def einsum(spec: str, *xs: da.Array) -> da.Array:
     out = da.einsum(spec, *xs)
     dtype = np.result_type(*xs)
     return out if out.dtype == dtype else out.astype(dtype)
+
+
+def matmul(a: da.Array, b: da.Array) -> da.Array:
+    return da.matmul(a, b)
+
+
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    # astype of the dtype it has is the array itself: einsum above casts only where dask's sum promoted
+    return _code.einsum_lines(plan, operands,
+                              lambda spec, ops: f"da.einsum({spec}, {ops}).astype(np.result_type({ops}))")
 
 
 # --- plain steps -------------------------------------------------------------
@@ -409,6 +420,7 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_no_scatter,
     ScatterAlong: code_no_scatter,
+    "einsum": code_einsum,  # (plan of rearr.planning.einsum, operand names) -> lines
 }
 
 
@@ -419,6 +431,7 @@ class DaskBackend(NumpyBackend):
     name = name
     STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, frozenset(), False
     accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    matmul, EINSUM_MATMUL = staticmethod(matmul), EINSUM_MATMUL
     convert_index, check_index = map(staticmethod, (convert_index, check_index))
 
     def checks_natively(self, t: object) -> bool:

@@ -92,6 +92,15 @@ def einsum(spec: str, *xs: np.ndarray) -> np.ndarray:
     return _c_einsum(spec, *xs) if len(xs) <= 2 else np.einsum(spec, *xs, optimize=True)
 
 
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.matmul(a, b)
+
+
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    optimize = ", optimize=True" if len(operands) > 2 else ""  # as einsum above: c_einsum is optimize=False
+    return _code.einsum_lines(plan, operands, lambda spec, ops: f"np.einsum({spec}, {ops}{optimize})")
+
+
 def to_numpy(x: np.ndarray) -> np.ndarray:
     return np.asarray(x)
 
@@ -101,6 +110,7 @@ def is_float(x: np.ndarray) -> bool:
 
 
 INDEXES_OTHER = True  # take / fancy indexing move datetime64, object and string arrays too
+EINSUM_MATMUL = False  # np.einsum's own loops: its results stay what they were (the tests' oracle)
 _KINDS = {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex"}
 
 
@@ -637,6 +647,7 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_scatterrows,
     ScatterAlong: code_scatteralong,
+    "einsum": code_einsum,  # (plan of rearr.planning.einsum, operand names) -> lines
 }
 
 
@@ -646,6 +657,7 @@ class NumpyBackend(Backend):
     name = name
     STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, True
     accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    matmul, EINSUM_MATMUL = staticmethod(matmul), EINSUM_MATMUL
     convert_index, check_index, ready_index = map(staticmethod, (convert_index, check_index, ready_index))
     checks_natively, checks_step_natively = map(staticmethod, (checks_natively, checks_step_natively))
     dtype_kind, dtype_range, itemsize = map(staticmethod, (dtype_kind, dtype_range, itemsize))

@@ -79,6 +79,54 @@ def einsum(spec: str, *xs: torch.Tensor) -> torch.Tensor:
     return torch.einsum(spec, *xs)
 
 
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if _reorders(a, b):
+        a, b = _in_memory_order(a), _in_memory_order(b)
+    return torch.matmul(a, b)
+
+
+def _reorders(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether matmul's operands go through _in_memory_order: always in eager code; compiled, only in a
+    CPU training graph. Inductor's attention fusion matches matmul's own graph (a copy before it hides
+    the pattern), and on the CPU it fuses inference graphs only."""
+    if not torch.compiler.is_compiling():
+        return True
+    return a.device.type == "cpu" and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+
+
+def _in_memory_order(t: torch.Tensor) -> torch.Tensor:
+    """t; or, where matmul must copy t to fold its batch dims into one and t's last two dims are
+    transposed in memory (k.transpose(-2, -1) of split heads), that copy made in memory order: then
+    matmul's fold is a view and the product reads the transpose for free, instead of a transposing copy
+    (inductor makes the same copy for a compiled matmul). The values, and torch's result, are the same."""
+    if t.dim() < 4:  # 3-D: matmul runs bmm on it as it is
+        return t
+    strides = t.stride()
+    if strides[-2] != 1 or strides[-1] == 1:
+        return t
+    sizes = t.shape
+    if all(strides[i] == strides[i + 1] * sizes[i + 1] for i in range(len(sizes) - 3) if sizes[i + 1] != 1):
+        return t  # the batch dims merge: matmul's fold is a view already
+    return t.mT.contiguous().mT
+
+
+def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
+    """explain's lines: a matrix product as api._matmul_run runs it (the STEPS calls of its Reshape and
+    Permute steps around matmul), any other einsum as torch.einsum."""
+    mm = plan.mm
+    if mm is None:
+        return _code.einsum_lines(plan, operands, lambda spec, ops: f"torch.einsum({spec}, {ops})")
+    x, y = operands
+
+    def step(name: str, s) -> str:
+        return f"{name} = {name}.permute({args(s.perm)})" if isinstance(s, Permute) else \
+            f"{name} = {name}.reshape({args(s.shape)})"
+
+    lines = [step(name, s) for name, steps in ((x, mm.a), (y, mm.b)) for s in steps]
+    lines.append(f"{x} = torch.matmul({y}, {x})" if mm.swap else f"{x} = torch.matmul({x}, {y})")
+    return lines + [step(x, s) for s in mm.out]
+
+
 def to_numpy(x: torch.Tensor):
     return x.detach().cpu().numpy()
 
@@ -89,6 +137,9 @@ def is_float(x: torch.Tensor) -> bool:
 
 # torch stores uint16/32/64 and float8 but has few kernels for them, not even index_select: 'other'.
 INDEXES_OTHER = False
+# matmul where einsum is a matrix product: torch.einsum's C++ parses its spec on every call, and inductor
+# fuses an attention block written with matmul into one scaled-dot-product kernel, not one with einsum.
+EINSUM_MATMUL = True
 
 
 def dtype_kind(x: torch.Tensor) -> str:
@@ -558,6 +609,7 @@ CODE = {
     AdvancedIndex: code_advancedindex,
     ScatterRows: code_scatterrows,
     ScatterAlong: code_scatteralong,
+    "einsum": code_einsum,  # (plan of rearr.planning.einsum, operand names) -> lines
 }
 
 
@@ -567,6 +619,7 @@ class TorchBackend(Backend):
     name = name
     STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, True
     accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
+    matmul, EINSUM_MATMUL = staticmethod(matmul), EINSUM_MATMUL
     convert_index, check_index, ready_index = map(staticmethod, (convert_index, check_index, ready_index))
     checks_natively, check_into, unusual = map(staticmethod, (checks_natively, check_into, unusual))
     dtype_kind, dtype_range, itemsize = map(staticmethod, (dtype_kind, dtype_range, itemsize))

@@ -13,15 +13,29 @@ from typing import NamedTuple
 
 from ..errors import RearrError
 from ..rules.recipe import ELLIPSIS, analyze, check_length_value, einsum_operand_count
+from .plan import Permute, Reshape
 from .planner import known_shape, length_of, symbolic
 
 
 class EinsumPlan(NamedTuple):
-    """A tuple, so that the hot path unpacks it as one: ``pre, spec, post = plan``."""
+    """A tuple, so that the hot path unpacks it as one: ``pre, spec, post, mm = plan``."""
 
     pre: tuple  # () when no operand needs a reshape, else per operand its new shape or None
     spec: str  # the backend's einsum spec, e.g. "bxc,cd->bxd"
     post: tuple | None  # the output's reshape (to its groups, '...' and unit axes), or None
+    mm: EinsumMatmul | None = None  # the same einsum as one matmul, where it is a (batched) matrix product
+
+
+class EinsumMatmul(NamedTuple):
+    """A two-operand einsum that is a (batched) matrix product, written as a person writes it with
+    matmul: each operand's steps (the plan's reshape, a permute to (batch, free, summed) or (batch,
+    summed, free), a reshape where a role holds several axes or none), ``matmul(first, second)``,
+    then the result's steps to the output's dims. Backends whose EINSUM_MATMUL is true run this."""
+
+    a: tuple  # operand 0's steps (Reshape, Permute records of rearr.planning.plan)
+    b: tuple  # operand 1's steps
+    swap: bool  # matmul(b, a): the output lists operand 1's free axes before operand 0's
+    out: tuple  # the steps of matmul's result, to the einsum's output (its groups included)
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -112,6 +126,7 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
             letter[name], unit_of[name] = _LETTERS[k], unit
     spec_parts: list[str] = []
     reshapes: list[tuple | None] = []
+    sizes: dict[str, int] = {}  # each einsum letter's length
     for dims, shape in zip(sides, [s for s in shapes] + [None]):
         text, target, fits = "", [], True
         pos = 0
@@ -131,6 +146,8 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
                     if shape is not None:
                         target.append(math.prod(known[a] for a in unit))
         spec_parts.append(text)
+        if shape is not None and "." not in text:
+            sizes.update(zip(text, target))
         if shape is None:  # the output: its own dims' lengths, when they are not the einsum's
             post = None
             if not fits:
@@ -140,7 +157,64 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
         else:
             reshapes.append(None if fits else tuple(target))
     spec = ",".join(spec_parts[:-1]) + "->" + spec_parts[-1]
-    return EinsumPlan(tuple(reshapes) if any(p is not None for p in reshapes) else (), spec, post)
+    return EinsumPlan(tuple(reshapes) if any(p is not None for p in reshapes) else (), spec, post,
+                      _matmul(spec_parts, sizes, reshapes, post))
+
+
+def _matmul(parts: list[str], sizes: dict, pre: list, post: tuple | None) -> EinsumMatmul | None:
+    """The einsum ``a,b->out`` (one letter per axis) as one matmul, or None where it is not a matrix
+    product: another number of operands, '...', a repeated letter (a diagonal), nothing summed (an
+    outer product is a multiplication), or a letter summed within one operand."""
+    if len(parts) != 3 or "." in "".join(parts):
+        return None
+    a, b, out = parts
+    summed = [c for c in a if c in b and c not in out]
+    if (not summed or len(set(a)) < len(a) or len(set(b)) < len(b)
+            or any(c not in out and c not in summed for c in a + b)):
+        return None
+    pre_a, pre_b = (None if p is None else Reshape(tuple(p)) for p in pre)
+    straight = _matmul_steps(a, b, summed, out, sizes, pre_a, pre_b, post)
+    swapped = _matmul_steps(b, a, summed, out, sizes, pre_b, pre_a, post)
+    if sum(map(len, swapped)) < sum(map(len, straight)):  # fewer steps: the output puts b's axes first
+        return EinsumMatmul(swapped[1], swapped[0], True, swapped[2])
+    return EinsumMatmul(*straight[:2], False, straight[2])
+
+
+def _matmul_steps(x: str, y: str, summed: list[str], out: str, sizes: dict, pre_x: Reshape | None,
+                  pre_y: Reshape | None, post: tuple | None) -> tuple[tuple, tuple, tuple]:
+    """The steps of matmul(x, y) for the einsum x,y->out: x as (batch..., free of x, summed), y as
+    (batch..., summed, free of y), each role one dimension. Without batch axes, x keeps its free axes
+    apart (matmul broadcasts over them, as ``x @ w`` does) and a role without axes is no dimension
+    (matmul's vector cases)."""
+    batch = [c for c in out if c in x and c in y]
+    left, right = [c for c in out if c in x and c not in y], [c for c in out if c in y and c not in x]
+    k = tuple(summed)
+    if batch:
+        x_dims, y_dims = [(c,) for c in batch] + [tuple(left), k], [(c,) for c in batch] + [k, tuple(right)]
+    else:
+        x_dims, y_dims = [(c,) for c in left] + [k], [k] + ([tuple(right)] if right else [])
+    res_dims = x_dims[:-1] + y_dims[len(batch) + 1:]
+    flat = [c for d in res_dims for c in d]
+    permute = flat != list(out)
+    steps: list = []
+    if any(len(d) != 1 for d in res_dims) and (permute or post is None):  # else post's reshape does it
+        steps.append(Reshape(tuple(sizes[c] for c in flat)))
+    if permute:
+        steps.append(Permute(tuple(flat.index(c) for c in out)))
+    if post is not None:
+        steps.append(Reshape(post))
+    return _operand_steps(x, x_dims, sizes, pre_x), _operand_steps(y, y_dims, sizes, pre_y), tuple(steps)
+
+
+def _operand_steps(have: str, dims: list[tuple], sizes: dict, pre: Reshape | None) -> tuple:
+    """An operand's steps to matmul's dims: its plan reshape, a permute, a reshape that merges each role."""
+    steps = [] if pre is None else [pre]
+    order = [c for d in dims for c in d]
+    if order != list(have):
+        steps.append(Permute(tuple(have.index(c) for c in order)))
+    if any(len(d) != 1 for d in dims):
+        steps.append(Reshape(tuple(math.prod(sizes[c] for c in d) for d in dims)))
+    return tuple(steps)
 
 
 def _units(sides: list) -> list[tuple[str, ...]]:

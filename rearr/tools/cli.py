@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="print the code that a pattern lowers to")
     explain.add_argument("pattern", metavar="PATTERN")
     explain.add_argument("--shape", action="append", type=_shape, required=True,
-                         help="the input's shape, e.g. 2,5,32")
-    explain.add_argument("--op", choices=("rearrange", "reduce", "repeat", "scatter"), default="rearrange")
+                         help="the input's shape, e.g. 2,5,32 (einsum: once per operand)")
+    explain.add_argument("--op", choices=("rearrange", "reduce", "repeat", "scatter", "einsum"), default="rearrange")
     explain.add_argument("--reduction", metavar="NAME", help="the reduction of reduce or scatter, e.g. sum")
     # Written out, not asked of the registry: `check` must not import the backends (a test keeps it in step).
     explain.add_argument("--backend", metavar="NAME",

@@ -37,7 +37,7 @@ from ..planning.plan import (
 )
 from ..rules import recipe
 
-OPS = ("rearrange", "reduce", "repeat", "scatter")
+OPS = ("rearrange", "reduce", "repeat", "scatter", "einsum")
 BACKENDS = ("torch", "numpy", "dask", "array_api")  # the backends that ship explain templates (a CODE table)
 SHOW_LIMIT = 64  # --show prints arrays of at most this many elements
 
@@ -71,16 +71,21 @@ class Explanation(Record):
     notes: tuple[str, ...] = ()
     layout: Any = None  # show=True: the numpy result on arange input
     show_note: str | None = None
-    plan: Plan | None = None
+    plan: Any = None  # a Plan; einsum: rearr.planning.einsum's EinsumPlan
+    operands: tuple[tuple[str, tuple[int, ...]], ...] = ()  # einsum: each operand's name and shape
 
     def __str__(self) -> str:
         what = f"{self.op} {self.pattern!r}" + (f", {_reduction_name(self.reduction)}" if self.reduction else "")
-        lines = [f"{what}: {self.input_name} {self.shape} -> {self.out_shape}", "", "axes:"]
+        given = ", ".join(f"{name} {shape}" for name, shape in self.operands) or f"{self.input_name} {self.shape}"
+        lines = [f"{what}: {given} -> {self.out_shape}", "", "axes:"]
         width = max((len(name) for name, _, _ in self.axes), default=0)
         lines += [f"  {name:<{width}}  {length:>4}  {source}" for name, length, source in self.axes]
         if self.indices:
             lines += ["", "indices:"] + [f"  {line}" for line in self.indices]
-        lines += ["", f"{self.backend} code ({self.input_name} is the input, then the result):"]
+        inputs = ", ".join(name for name, _ in self.operands[1:])
+        role = f"{self.input_name}, {inputs} are the operands, then {self.input_name} is" if inputs \
+            else f"{self.input_name} is the input, then"
+        lines += ["", f"{self.backend} code ({role} the result):"]
         lines += [f"  {line}" for line in self.code]
         if self.is_view:
             lines += ["", f"result: a view of {self.input_name} (no copy)"]
@@ -104,7 +109,8 @@ def explain(
     show: bool = False,
     **lengths: Any,
 ) -> Explanation:
-    """Explain ``op(x, pattern, ...)`` for an input of the given shape.
+    """Explain ``op(x, pattern, ...)`` for an input of the given shape; ``op="einsum"`` takes one
+    shape per operand: ``explain("i j, j k -> i k", (2, 3), (3, 4), op="einsum")``.
 
     Keywords are axis lengths (``h=4``), or, for a name that is an index of the
     pattern, that index's shape (``idx=(2, 4)``; an int n means ``(n,)``). An
@@ -123,6 +129,11 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
         raise RearrError(f"explain covers {', '.join(OPS)}, not {op!r}", code="RA100",
                          hint="explain one of those operations")
     templates = backends.code_templates(backend)  # the RearrError for an unknown backend, or one without them
+    if op == "einsum":
+        if reduction is not None or show:
+            raise RearrError("explain's einsum takes neither reduction= nor show=", code="RA100",
+                             hint="drop reduction= and show=")
+        return _explain_einsum(pattern, shapes, backend, templates, kwargs)
     if len(shapes) != 1:
         raise RearrError(f"explain takes one input shape, {len(shapes)} given", code="RA304",
                          hint="pass the input's shape once, e.g. explain('c b h -> b (c h)', (2, 5, 32))")
@@ -155,6 +166,69 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
         plan.is_view, sum(not s.view for s in plan.steps), _formula(plan, x, out, set(used)), tuple(notes),
         layout, show_note, plan,
     )
+
+
+def _explain_einsum(pattern: str, shapes: tuple, backend: str, templates: dict, lengths: dict) -> Explanation:
+    """einsum(x, y, ..., pattern) for operands of the given shapes: the einsum plan, in the backend's code."""
+    from ..planning import einsum as planner_einsum  # as api: only einsum needs it
+
+    shapes = tuple(_as_shape(s, f"the shape of operand {k}") for k, s in enumerate(shapes))
+    if not isinstance(pattern, str):
+        recipe.parse(pattern)
+    r = recipe.analyze(pattern, "einsum", None, tuple(sorted(lengths)))
+    count = recipe.einsum_operand_count(r, len(shapes))
+    if count is not None:
+        raise count
+    plan = planner_einsum.plan(pattern, shapes, tuple(lengths.items()))
+    sides = list(r.inputs) + [r.outputs[0]]
+    used = {n for dims in sides for d in dims for n in d.names}
+    operands: list[str] = []
+    for k in range(len(shapes)):
+        operands.append(_fresh("xyzuvw"[k] if k < 6 else "x", used | set(operands)))
+    letters = {planner_einsum._LETTERS[k]: unit for k, unit in enumerate(planner_einsum._units(sides))}
+    sizes, out_shape = _einsum_sizes(plan, shapes)
+    axes = tuple((" ".join(unit), sizes[letter], f"einsum axis {letter}") for letter, unit in letters.items()
+                 if letter in sizes)
+    show = {letter: unit[0] if len(unit) == 1 else f"({' '.join(unit)})" for letter, unit in letters.items()}
+    ins, out = plan.spec.split("->")
+    index = lambda text: ", ".join(show.get(c, "...") for c in text.replace("...", "."))  # noqa: E731
+    summed = [show[c] for c in dict.fromkeys(ins.replace(",", "").replace(".", "")) if c not in out]
+    product = " * ".join(f"{name}[{index(text)}]" for name, text in zip(operands, ins.split(",")))
+    formula = f"{_fresh('out', used)}[{index(out)}] = " + (f"sum over {', '.join(summed)} of " * bool(summed)) + product
+    notes = ["the formula indexes each operand as the einsum sees it: after its reshape, before the result's"] \
+        if plan.pre or plan.post is not None else []
+    if backend == "array_api":
+        notes.append(f"xp is {operands[0]}'s own namespace: xp = array_api_compat.array_namespace({operands[0]})")
+    return Explanation(
+        pattern, "einsum", None, backend, shapes[0], out_shape, axes, (), operands[0],
+        tuple(templates["einsum"](plan, tuple(operands))), False, 1, formula, tuple(notes), None, None, plan,
+        tuple(zip(operands, shapes)),
+    )
+
+
+def _einsum_sizes(plan: Any, shapes: tuple) -> tuple[dict[str, int], tuple[int, ...]]:
+    """Each einsum letter's length, and the result's shape: from the operands as the backend's einsum gets them."""
+    from ..planning.einsum import _broadcast
+
+    sizes: dict[str, int] = {}
+    ellipses = []
+    ins, out = plan.spec.split("->")
+    for k, text in enumerate(ins.split(",")):
+        shape = plan.pre[k] if plan.pre and plan.pre[k] is not None else shapes[k]
+        text = text.replace("...", ".")
+        n_ell = len(shape) - len(text) + 1
+        pos = 0
+        for c in text:
+            if c == ".":
+                ellipses.append(tuple(shape[pos:pos + n_ell]))
+                pos += n_ell
+            else:
+                sizes[c] = shape[pos]
+                pos += 1
+    if plan.post is not None:
+        return sizes, tuple(plan.post)
+    ell = _broadcast(plan.spec, ellipses)
+    return sizes, tuple(n for c in out.replace("...", ".") for n in (ell if c == "." else (sizes[c],)))
 
 
 def _as_shape(value: object, what: str) -> tuple[int, ...]:
