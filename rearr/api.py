@@ -232,7 +232,7 @@ def _tensor_and_backend(tensor: Any):
 
 
 def _run(
-    op: str, tensor: Any, pattern: str, reduction: object, kwargs: dict[str, Any], check_bounds: bool = True
+    op: str, tensor: Any, pattern: str, reduction: object, kwargs: dict[str, Any], check_bounds: bool | str = True
 ) -> Any:
     try:
         backend = _BY_TYPE.get(type(tensor))
@@ -281,24 +281,26 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
     if into is not None:
         _check_into(into, x, backend)
         into_shape = tuple(into.shape)
-    uses, run, natively_checked, steps = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
+    uses, run, natively_checked, steps = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape,
+                                                       check_bounds)
     indices: dict[str, Any] = {}
     left_to_native = False
+    native = native and check_bounds != "async"  # "async": the device-side checks, never a rerun that reads
     for use in uses:
-        t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
+        t = backend.convert_index(kwargs[use.name], x, use.name, pattern, check_bounds)
         if check_bounds:
             if native and use.name in natively_checked and backend.checks_natively(t):
                 left_to_native = True
             else:
-                t = backend.check_index(t, use, pattern)
+                t = backend.check_index(t, use, pattern, check_bounds)
         indices[use.name] = t
-    env = IndexEnv(pattern, indices, fill, into)
+    env = IndexEnv(pattern, indices, fill, into, check_bounds)
     if left_to_native:
         try:
             out = run(x, env)
         except Exception:  # a value the native call refused (or another failure): again with rearr's checks,
             # which count negative values from the end and name a bad value with RA501
-            return _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, True, native=False)
+            return _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_bounds, native=False)
     elif check_bounds:
         out = run(x, env)
     else:
@@ -326,7 +328,7 @@ def _index_fault(e: Exception) -> bool:
     return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
 
 
-def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, Callable, frozenset]:
+def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape, checks) -> tuple[tuple, Callable, frozenset]:
     """The cached plan of an indexed call: keyed on the index tensors' shapes and the int lengths."""
     tensor = backend.TENSOR
     key = []
@@ -353,7 +355,7 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
     key = []
     for name, value in kwargs.items():
         if name in names:
-            key.append((name, backend.convert_index(value, x, name, pattern).shape))
+            key.append((name, backend.convert_index(value, x, name, pattern, checks).shape))
         else:
             if value.__class__ is not int:
                 value = _length(op, pattern, reduction, kwargs, name, value)
@@ -364,6 +366,13 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
                             _plan_indexed, op, pattern, reduction, backend, x.shape, key, into_shape)
     except TypeError:  # unhashable: see _CACHES
         return _plan_indexed(op, pattern, reduction, backend, x.shape, key, into_shape)
+
+
+def _check_bounds(value: object, op: str, pattern: object) -> None:
+    """Raise the RearrError for a check_bounds= value that is not a mode (recipe.CHECK_BOUNDS)."""
+    err = recipe.check_bounds_error(value)
+    if err is not None:
+        raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
 
 
 def _check_into(into: Any, x: Any, backend: Any) -> None:
@@ -389,16 +398,21 @@ def _shape_of(tensor: Any) -> object:
 
 
 def rearrange(
-    tensor: Tensor | Sequence[Tensor], /, pattern: str, *, check_bounds: bool = True, **axes_lengths: Any
+    tensor: Tensor | Sequence[Tensor], /, pattern: str, *, check_bounds: bool | str = True, **axes_lengths: Any
 ) -> Tensor:
     """Reorder, merge and split axes; gather through ``[index]`` brackets.
 
-    Index tensors are passed as keywords, like lengths; ``check_bounds=False``
-    skips their range check (and the counting of negative values from the end).
+    Index tensors are passed as keywords, like lengths. ``check_bounds`` says how
+    their values are checked: True (the exact error on the CPU, device-side
+    assertions on an accelerator), "sync" (the exact error everywhere), "async"
+    (device-side assertions everywhere) or False (no range check, and no counting
+    of negative values from the end).
 
     >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
     (3, 8)
     """
+    if check_bounds is not True:  # a mode to validate before any look-up can return
+        _check_bounds(check_bounds, "rearrange", pattern)
     try:  # a call seen before: one look-up, then its plan's function (see _Plans)
         lengths = _int_lengths(axes_lengths) if axes_lengths else ()
         if lengths is not None:  # else an index tensor (or a length to validate): _run
@@ -456,7 +470,7 @@ def scatter(
     *,
     fill: Any = None,
     into: Tensor | None = None,
-    check_bounds: bool = True,
+    check_bounds: bool | str = True,
     **lengths_and_indices: Any,
 ) -> Tensor:
     """Write ``src`` into the output axis marked ``[index]``, combining duplicates by
@@ -465,6 +479,8 @@ def scatter(
     Positions that receive nothing hold ``fill`` (default 0). With ``into=``, the
     result starts from a copy of ``into`` whose values take part in the reduction
     (torch's include_self=True) and ``fill`` is not used. No input is modified.
+    ``check_bounds`` is rearrange's (the duplicate check of 'set' follows it, on
+    the device's default where it is False).
     """
     if fill is None and into is None and check_bounds is True:  # a call seen before: see _DIRECT
         try:
@@ -476,6 +492,8 @@ def scatter(
         except Exception:  # not hashable, or not a tensor: the careful path below
             pass
     try:
+        if check_bounds is not True:
+            _check_bounds(check_bounds, "scatter", pattern)
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")

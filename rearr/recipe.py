@@ -454,6 +454,21 @@ def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols
 # The keyword parameters of the functions that take indices: an index of one of these names could not be passed.
 CALL_KEYWORDS = {"rearrange": ("check_bounds",), "scatter": ("fill", "into", "check_bounds")}
 
+# check_bounds= of rearrange, scatter and the Gather / Scatter layers: True (the default: the exact check
+# on the CPU, device-side assertions on an accelerator), "sync" (the exact check everywhere, one host read
+# on an accelerator), "async" (device-side assertions everywhere, no host read) or False (no bounds check).
+CHECK_BOUNDS = (True, "sync", "async", False)
+
+
+def check_bounds_error(value: object) -> RearrError | None:
+    """The RearrError for a check_bounds= value that is not one of CHECK_BOUNDS, else None (exact
+    types: 1 == True and a numpy bool would otherwise pass as a mode)."""
+    if value is True or value is False or value.__class__ is str and value in CHECK_BOUNDS:
+        return None
+    return RearrError(f"check_bounds={value!r} is not a checking mode", code="RA500",
+                      hint="pass check_bounds=True (the default), 'sync' (the exact error, one host read), "
+                      "'async' (device-side assertions, no host read) or False (no bounds check)")
+
 
 def _check_index_names(text: str, op: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:
     seen: set[str] = set()
