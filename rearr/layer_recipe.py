@@ -20,19 +20,28 @@ from collections.abc import Mapping
 from . import ir
 from ._record import Record
 from .errors import RearrError
-from .recipe import REDUCTIONS, SCATTER_REDUCTIONS, UNKNOWN, analyze, operation, parse, validate
+from .recipe import (
+    REDUCTIONS,
+    SCATTER_REDUCTIONS,
+    UNKNOWN,
+    analyze,
+    check_bounds_error,
+    operation,
+    parse,
+    validate,
+)
 
 LAYER_OPS = {"Rearrange": "rearrange", "Reduce": "reduce", "Repeat": "repeat", "Gather": "rearrange",
              "Scatter": "scatter"}
 
 
 def layer_error(layer: str, pattern: object, reduction: object = None, lengths: Mapping[str, object] | None = None,
-                fill: object = 0) -> RearrError | None:
+                fill: object = 0, check_bounds: object = True) -> RearrError | None:
     """What the constructor of ``layer`` (a key of LAYER_OPS) refuses in its arguments, or None.
 
     ``lengths`` maps names to values, UNKNOWN for a value that is not known (as in `validate`);
-    a ``fill`` that is UNKNOWN is not checked. An index tensor comes with each call, never to the
-    constructor: its name among the lengths is refused."""
+    a ``fill`` or ``check_bounds`` (Gather, Scatter) that is UNKNOWN is not checked. An index tensor
+    comes with each call, never to the constructor: its name among the lengths is refused."""
     lengths = dict(lengths or {})
     op = LAYER_OPS[layer]
     if not isinstance(pattern, str):  # before any cache: a list pattern is not hashable
@@ -68,6 +77,10 @@ def layer_error(layer: str, pattern: object, reduction: object = None, lengths: 
     if layer == "Scatter" and fill is not UNKNOWN and (isinstance(fill, bool) or not isinstance(fill, numbers.Number)):
         return RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500", pattern=text,
                           hint="pass a Python number, e.g. fill=0.0")
+    if check_bounds is not UNKNOWN:
+        err = check_bounds_error(check_bounds)
+        if err is not None:
+            return err.with_context(pattern=text)
     return None
 
 

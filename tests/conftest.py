@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,3 +28,20 @@ settings.register_profile("long", max_examples=10_000, deadline=None, suppress_h
                           print_blob=True)
 settings.register_profile("medium", max_examples=1_000, deadline=None, suppress_health_check=_SUPPRESS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+# REARR_TEST_DEVICE=cuda runs the tests that ask for the fixture below on that torch device (benchmarks/
+# bench_gpu.py does); unset, they run on the CPU.
+TEST_DEVICE = os.environ.get("REARR_TEST_DEVICE", "cpu")
+
+
+@pytest.fixture
+def on_test_device():
+    """torch's default device for the test's factories (torch.tensor, randn ...): REARR_TEST_DEVICE."""
+    if TEST_DEVICE == "cpu":
+        yield "cpu"
+        return
+    import torch
+
+    with torch.device(TEST_DEVICE):
+        yield TEST_DEVICE
