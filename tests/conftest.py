@@ -30,9 +30,17 @@ settings.register_profile("medium", max_examples=1_000, deadline=None, suppress_
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-# REARR_TEST_DEVICE=cuda runs the tests that ask for the fixture below on that torch device (benchmarks/
-# bench_gpu.py does); unset, they run on the CPU.
+# REARR_TEST_DEVICE=cuda runs the tests that ask for the fixture below on that torch device, and only
+# them (benchmarks/bench_gpu.py does); unset, every test runs, on the CPU.
 TEST_DEVICE = os.environ.get("REARR_TEST_DEVICE", "cpu")
+
+
+def pytest_collection_modifyitems(config, items):
+    if TEST_DEVICE == "cpu":
+        return
+    chosen = [item for item in items if "on_test_device" in getattr(item, "fixturenames", ())]
+    config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
+    items[:] = chosen
 
 
 @pytest.fixture
