@@ -411,7 +411,7 @@ def rearrange(
     >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
     (3, 8)
     """
-    if check_bounds is not True:  # a mode to validate before any look-up can return
+    if check_bounds is not True and check_bounds is not False:  # a mode to validate before any look-up
         _check_bounds(check_bounds, "rearrange", pattern)
     try:  # a call seen before: one look-up, then its plan's function (see _Plans)
         lengths = _int_lengths(axes_lengths) if axes_lengths else ()
@@ -492,7 +492,7 @@ def scatter(
         except Exception:  # not hashable, or not a tensor: the careful path below
             pass
     try:
-        if check_bounds is not True:
+        if check_bounds is not True and check_bounds is not False:
             _check_bounds(check_bounds, "scatter", pattern)
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
