@@ -441,3 +441,12 @@ def test_a_dynamic_batch_under_the_device_side_checks_compiles_one_frame():
         torch._dynamo.mark_dynamic(args[2], 0)
         _same(g(*args), _message_passing(*args))
     assert counter.frame_count == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the script runs instead of skipping")
+def test_the_gpu_benchmark_skips_cleanly_without_cuda():
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_gpu.py")], capture_output=True,
+                         text=True, timeout=300, cwd=root)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("no CUDA device: skipped")
