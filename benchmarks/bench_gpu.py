@@ -1,6 +1,6 @@
 """rearr's checked gathers and scatters on a CUDA GPU: the tests there, sync against no-sync, CUDA graphs.
 
-On an accelerator the default check_bounds=True checks index values by device-side assertions, which
+On CUDA the default check_bounds=True checks index values by device-side assertions, which
 read nothing back to the host; check_bounds="sync" reads them once per index (the exact RearrError).
 This script, on a CUDA device:
 
@@ -46,7 +46,7 @@ TESTS = ("tests/test_no_host_sync.py", "tests/test_compile.py")
 
 
 def no_sync_mode(device: str) -> bool | str:
-    """The check_bounds= that reads nothing back: the default on an accelerator, "async" on the CPU."""
+    """The check_bounds= that reads nothing back: the default on CUDA, "async" on the CPU."""
     return "async" if device == "cpu" else True
 
 

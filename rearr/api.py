@@ -404,7 +404,7 @@ def rearrange(
 
     Index tensors are passed as keywords, like lengths. ``check_bounds`` says how
     their values are checked: True (the exact error on the CPU, device-side
-    assertions on an accelerator), "sync" (the exact error everywhere), "async"
+    assertions on CUDA), "sync" (the exact error everywhere), "async"
     (device-side assertions everywhere) or False (no range check, and no counting
     of negative values from the end).
 

@@ -455,8 +455,8 @@ def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols
 CALL_KEYWORDS = {"rearrange": ("check_bounds",), "scatter": ("fill", "into", "check_bounds")}
 
 # check_bounds= of rearrange, scatter and the Gather / Scatter layers: True (the default: the exact check
-# on the CPU, device-side assertions on an accelerator), "sync" (the exact check everywhere, one host read
-# on an accelerator), "async" (device-side assertions everywhere, no host read) or False (no bounds check).
+# on the CPU, device-side assertions on CUDA), "sync" (the exact check everywhere, one host read on a GPU),
+# "async" (device-side assertions wherever torch has them, no host read) or False (no bounds check).
 CHECK_BOUNDS = (True, "sync", "async", False)
 
 

@@ -1,4 +1,4 @@
-"""The device-side index checks read nothing back to the host (check_bounds="async"; the default off the CPU).
+"""The device-side index checks read nothing back to the host (check_bounds="async"; the default on CUDA).
 
 Every indexed step kind (TakeRows, GatherAlong, AdvancedIndex; ScatterRows and ScatterAlong under every
 reduction, 'set' included; message passing), with negative values, converted indices, ``into=`` and
@@ -33,7 +33,7 @@ from rearr import RearrError, planner, recipe  # noqa: E402
 pytestmark = pytest.mark.usefixtures("on_test_device")
 
 ON_CPU = TEST_DEVICE == "cpu"
-# The modes that must not read: "async" on any device, and the default on an accelerator.
+# The modes that must not read: "async" on any device, and the default on CUDA.
 NO_SYNC_MODES = ["async"] if ON_CPU else ["async", True]
 
 # Ops that read values on the host, or whose output's shape depends on the values (torch tags those):
@@ -311,6 +311,19 @@ def test_a_bad_index_fails_on_the_device(value, call):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          cwd=Path(__file__).resolve().parents[1])
     assert "RAISED" in run.stdout, run.stdout + run.stderr[-2000:]
+
+
+def test_async_is_refused_where_torch_has_no_device_assertion():
+    from types import SimpleNamespace
+
+    from rearr.backends import _torch_ops
+
+    for kind in ("cpu", "cuda", "meta"):
+        _torch_ops.can_assert(SimpleNamespace(device=torch.device(kind)))
+    with pytest.raises(RearrError, match="RA500: check_bounds='async' needs torch._assert_async") as caught:
+        _torch_ops.can_assert(SimpleNamespace(device=torch.device("mps")))
+    assert "check_bounds='sync'" in caught.value.hint
+    assert not _torch_ops.on_device(SimpleNamespace(is_cuda=False), True)  # mps, xpu: the exact check by default
 
 
 # --- check_bounds= takes four values --------------------------------------------------------------------

@@ -18,7 +18,7 @@ Two pieces, chosen so that the eager hot path is untouched:
 
 The exact checks read the index's values on the host: on an accelerator each
 is a sync that stalls the stream (and breaks CUDA graph capture). The
-device-side checks (``check_bounds="async"``, and the default off the CPU) read
+device-side checks (``check_bounds="async"``, and the default on CUDA) read
 nothing back: the range and the duplicates become ``torch._assert_async``
 assertions, and negative values are wrapped by arithmetic. A failed assertion
 names the index, the axis and the pattern, but not the value; on CUDA it is
@@ -35,6 +35,7 @@ import threading
 import torch
 from torch._C._functorch import is_functorch_wrapped_tensor as _functorch_wrapped
 
+from ..errors import RearrError
 from ..plan import IndexUse
 from . import _common
 
@@ -48,8 +49,21 @@ def traced(t: torch.Tensor) -> bool:
 
 def on_device(t: torch.Tensor, mode: bool | str) -> bool:
     """Whether index t is checked by device-side assertions: asked for (check_bounds="async"), or by
-    default (True, and False for the duplicate check of 'set') on a device other than the CPU."""
-    return mode == "async" or mode != "sync" and not t.is_cpu and not t.is_meta
+    default (True, and False for the duplicate check of 'set') on a CUDA device (ROCm's included).
+    Other accelerators (mps, xpu) have no _assert_async kernel: there the default is the exact check."""
+    return mode == "async" or mode != "sync" and t.is_cuda
+
+
+# The device types whose tensors torch._assert_async runs on (kernels for CPU and CUDA; meta's is a no-op).
+_ASSERTING = frozenset({"cpu", "cuda", "meta"})
+
+
+def can_assert(t: torch.Tensor) -> None:
+    """The RearrError for check_bounds="async" on a device that has no device-side assertion."""
+    if t.device.type not in _ASSERTING:
+        raise RearrError(f"check_bounds='async' needs torch._assert_async, which torch has no kernel for on "
+                         f"{t.device.type}", code="RA500",
+                         hint="pass check_bounds='sync' (the exact check, one host read per index) or False")
 
 
 def _range_message(n: int, name: str, axis: str, text: str) -> str:
@@ -62,6 +76,7 @@ def assert_in_range(idx: torch.Tensor, n: int, name: str, axis: str, text: str) 
     arithmetic: no value is read back to the host."""
     if _functorch_wrapped(idx):  # torch.func.vmap: the op, whose vmap rule hands it the whole batch
         return check_index(idx, n, name, axis, -1, text, False)
+    can_assert(idx)
     if idx.numel():
         lo, hi = torch.aminmax(idx)  # one pass; the comparisons are of two 0-d tensors
         torch._assert_async((lo >= -n) & (hi < n), _range_message(n, name, axis, text))
@@ -79,6 +94,7 @@ def assert_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Te
     """The duplicate check of 'set' as a device-side assertion: sorted along dim, no two neighbours equal."""
     if _functorch_wrapped(idx):  # torch.func.vmap: see assert_in_range
         return check_unique(idx, dim, name, text, False)
+    can_assert(idx)
     length = idx.shape[dim]
     if length > 1:
         s = idx.sort(dim).values

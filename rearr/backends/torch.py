@@ -266,6 +266,7 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str, mode:
     if t.dtype == torch.uint64 and t.numel() and t.device.type != "meta":
         wrapped = t.view(torch.int64) < 0  # values >= 2**63, which .long() would turn negative
         if _ops.on_device(t, mode):  # no host read: an assertion (see rearr.backends._torch_ops)
+            _ops.can_assert(t)
             torch._assert_async(wrapped.any().logical_not(), f"rearr RA501: index {name!r} holds a value of "
                                 f"2**63 or more, larger than any axis can be, in {text!r}")
         elif wrapped.any():
@@ -276,7 +277,7 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str, mode:
 
 def check_index(t: torch.Tensor, use: IndexUse, text: str, mode: bool | str = True) -> torch.Tensor:
     """Bounds check, and negative values counted from the end: exact on the host, or as device-side
-    assertions (mode "async", or True off the CPU: _ops.on_device)."""
+    assertions (mode "async", or True on CUDA: _ops.on_device)."""
     if (mode is not True or not t.is_cpu) and _ops.on_device(t, mode):  # the first test: the CPU hot path
         return _ops.assert_in_range(t, use.length, use.name, use.axis, text)
     if t.__class__ is not TENSOR or _tracing_state() is not None:  # _ops.traced(t), inline: the hot path
