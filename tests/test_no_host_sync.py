@@ -456,6 +456,19 @@ def test_a_dynamic_batch_under_the_device_side_checks_compiles_one_frame():
     assert counter.frame_count == 1
 
 
+@cpu_only
+@pytest.mark.usefixtures("_fresh_dynamo")
+def test_a_dynamic_axis_length_is_named_not_printed_as_a_symbol():
+    g = torch.compile(lambda x, i: rearr.rearrange(x, "b n[idx] -> b", idx=i, check_bounds="async"),
+                      backend="aot_eager", fullgraph=True)
+    for n in (4, 5):
+        x = torch.randn(3, n)
+        torch._dynamo.mark_dynamic(x, 1)
+        g(x, t([0, 1, n - 1]))
+    with pytest.raises(RuntimeError, match=r"outside axis 'n' of length n \(values lie in -n <= i < n\)"):
+        g(torch.randn(3, 7), t([0, 9, 1]))
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the script runs instead of skipping")
 def test_the_gpu_benchmark_skips_cleanly_without_cuda():
     root = Path(__file__).resolve().parents[1]

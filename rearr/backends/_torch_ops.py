@@ -67,8 +67,10 @@ def can_assert(t: torch.Tensor) -> None:
 
 
 def _range_message(n: int, name: str, axis: str, text: str) -> str:
-    return (f"rearr RA501: index {name!r} holds a value outside axis {axis!r} of length {n} "
-            f"(values lie in {-n} <= i < {n}), in {text!r}; check_bounds='sync' names the value and its position")
+    # a symbolic length (torch.compile's dynamic shapes) is a name at trace time, not the number it will be
+    length, bounds = (f"of length {n}", f"{-n} <= i < {n}") if n.__class__ is int else ("of length n", "-n <= i < n")
+    return (f"rearr RA501: index {name!r} holds a value outside axis {axis!r} {length} (values lie in {bounds}), "
+            f"in {text!r}; check_bounds='sync' names the value and its position")
 
 
 def assert_in_range(idx: torch.Tensor, n: int, name: str, axis: str, text: str) -> torch.Tensor:
