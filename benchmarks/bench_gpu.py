@@ -176,12 +176,13 @@ def compile_reduce_overhead(f: Callable, mode: bool | str, device: str) -> str:
 
 
 def captures(device: str, all_cases: dict) -> bool:
-    """Each case captured in a CUDA graph and under reduce-overhead, with the no-sync mode and "sync"."""
+    """Each case captured in a CUDA graph and under reduce-overhead: every case with the no-sync mode
+    first, then with "sync", whose failed captures may leave the stream unusable for what follows."""
     quiet = no_sync_mode(device)
     ok = True
     print()
-    for name, (f, _) in all_cases.items():
-        for mode in (quiet, "sync"):
+    for mode in (quiet, "sync"):
+        for name, (f, _) in all_cases.items():
             graph = capture_cuda_graph(f, mode) if device != "cpu" else "needs CUDA (skipped on cpu)"
             compiled = compile_reduce_overhead(f, mode, device)
             print(f"{name:40} check_bounds={mode!r:7}  torch.cuda.graph: {graph:50}  reduce-overhead: {compiled}")
