@@ -47,6 +47,13 @@ def traced(t: torch.Tensor) -> bool:
 
 
 
+def read_both(lo: torch.Tensor, hi: torch.Tensor) -> tuple[int, int]:
+    """Two 0-d tensors as ints, in one transfer off a device (one sync, not two); two .item() on the CPU."""
+    if lo.is_cpu:
+        return lo.item(), hi.item()
+    return tuple(torch.stack((lo, hi)).tolist())
+
+
 def on_device(t: torch.Tensor, mode: bool | str) -> bool:
     """Whether index t is checked by device-side assertions: asked for (check_bounds="async"), or by
     default (True, and False for the duplicate check of 'set') on a CUDA device (ROCm's included).
@@ -112,7 +119,7 @@ def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text
     if not exact:
         return assert_in_range(idx, n, name, axis, text)
     if idx.numel() and idx.device.type != "meta":
-        lo, hi = (v.item() for v in torch.aminmax(idx))
+        lo, hi = read_both(*torch.aminmax(idx))
         if lo < -n or hi >= n:
             bad = ((idx < -n) | (idx >= n)).nonzero()[0]
             use = IndexUse(name, axis, n, (), tuple(idx.shape), None if col < 0 else col)  # type: ignore[arg-type]

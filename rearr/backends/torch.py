@@ -278,7 +278,8 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str, mode:
 def check_index(t: torch.Tensor, use: IndexUse, text: str, mode: bool | str = True) -> torch.Tensor:
     """Bounds check, and negative values counted from the end: exact on the host, or as device-side
     assertions (mode "async", or True on CUDA: _ops.on_device)."""
-    if (mode is not True or not t.is_cpu) and _ops.on_device(t, mode):  # the first test: the CPU hot path
+    cpu = t.is_cpu
+    if (mode is not True or not cpu) and _ops.on_device(t, mode):  # the first test: the CPU hot path
         return _ops.assert_in_range(t, use.length, use.name, use.axis, text)
     if t.__class__ is not TENSOR or _tracing_state() is not None:  # _ops.traced(t), inline: the hot path
         # torch.compile / jit.trace: the check is a node of the graph, run on the real values
@@ -288,7 +289,7 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str, mode: bool | str = Tr
     n = use.length
     lo, hi = _aminmax(t)  # two tensors, read without a generator: the eager hot path
     try:
-        lo, hi = lo.item(), hi.item()
+        lo, hi = (lo.item(), hi.item()) if cpu else _ops.read_both(lo, hi)
     except RuntimeError:  # torch.func.vmap cannot read values: the check as an op, which has a vmap rule
         return _ops.check_index(t, n, use.name, use.axis, -1 if use.col is None else use.col, text)
     if lo < -n or hi >= n:
