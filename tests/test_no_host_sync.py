@@ -456,6 +456,24 @@ def test_a_dynamic_batch_under_the_device_side_checks_compiles_one_frame():
     assert counter.frame_count == 1
 
 
+@pytest.mark.usefixtures("_fresh_dynamo")
+@pytest.mark.parametrize("reduction", ["sum", "mean", "max", "set"])
+def test_gradients_under_the_device_side_checks_equal_the_exact_checks(reduction):
+    def f(x, s, d, mode):
+        return rearr.scatter(x, "v[src: e] c -> v[dst: e] c", reduction, src=s, dst=d, check_bounds=mode)
+
+    _, _, x, kw, _ = _scatters(reduction)["message passing"]
+    weights = torch.arange(18.0).reshape(6, 3)
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    grads = []
+    for g, mode in ((f, "sync"), (f, COMPILE_MODE), (compiled, COMPILE_MODE)):
+        x_ = x.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad((g(x_, kw["src"], kw["dst"], mode) * weights).sum(), x_)
+        grads.append(grad)
+    torch.testing.assert_close(grads[1], grads[0])
+    torch.testing.assert_close(grads[2], grads[0])
+
+
 @cpu_only
 @pytest.mark.usefixtures("_fresh_dynamo")
 def test_a_dynamic_axis_length_is_named_not_printed_as_a_symbol():
