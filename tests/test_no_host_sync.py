@@ -350,6 +350,12 @@ def test_the_layers_take_check_bounds():
     torch.testing.assert_close(scatter(x, idx=t([2, 0, 0])), rearr.scatter(x, "b n -> m[idx: b] n", "sum",
                                                                             idx=t([2, 0, 0]), m=3))
     assert "check_bounds='async'" in repr(gather)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(gather)).check_bounds == "async"
+    old = pickle.loads(pickle.dumps(Gather("b n[idx] -> b")))
+    del old.__dict__["check_bounds"]  # a layer pickled before the option existed: the class's default
+    torch.testing.assert_close(old(x, idx=t([0, -1, 2])), gather(x, idx=t([0, -1, 2])))
     with pytest.raises(RearrError, match="RA500.*not a checking mode"):
         Gather("b n[idx] -> b", check_bounds="maybe")
 
