@@ -121,6 +121,8 @@ def _gathers():
         "GatherAlong list": ("GatherAlong", "b n[idx] -> b", torch.randn(3, 4), {"idx": [3, -1, 0]}),
         "AdvancedIndex": ("AdvancedIndex", "b h[y: p] w[xx: p] c -> b p c", torch.randn(2, 4, 5, 3),
                           {"y": t([0, 3, -1, 2, -4, 1]), "xx": t([4, 0, -5, 2, 1, -1])}),
+        "AdvancedIndex 0-d": ("AdvancedIndex", "b h[y:] w[xx:] c -> b c", torch.randn(2, 4, 5, 3),
+                              {"y": t(-1), "xx": t(3)}),
     }
 
 

@@ -382,15 +382,18 @@ def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
 
 def advancedindex(step: AdvancedIndex):
     terms = [_contiguous(_term(c)) if not _common.identity_perm(c.perm) else _term(c) for c in step.terms]
-    if all(c.shape == () for c in step.terms):  # torch reads 0-d tensor indices as ints: a view
-        return lambda x, env: x[tuple(c(env, x) for c in terms)].clone()
+    if all(c.shape == () for c in step.terms):
+        # torch reads 0-d tensor indices as ints (.item(): a host read, a sync on a GPU) and returns a view:
+        # 1-element indices read nothing and make a new tensor, whose leading axis of 1 is dropped
+        return lambda x, env: x[tuple(c(env, x).reshape(1) for c in terms)].squeeze(0)
     return lambda x, env: x[tuple(c(env, x) for c in terms)]
 
 
 def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
     terms = [_term_code(t, n) + ("" if _common.identity_perm(t.perm) else ".contiguous()") for t in step.terms]
-    clone = ".clone()" if all(t.shape == () for t in step.terms) else ""
-    return [f"{n.x} = {n.x}[{', '.join(terms)}]{clone}"]
+    if all(t.shape == () for t in step.terms):  # see advancedindex: 1-element indices, not ints
+        return [f"{n.x} = {n.x}[{', '.join(_code.paren(t) + '.reshape(1)' for t in terms)}].squeeze(0)"]
+    return [f"{n.x} = {n.x}[{', '.join(terms)}]"]
 
 
 def _contiguous(fn):
