@@ -491,6 +491,7 @@ def scatter(
                     return out
         except Exception:  # not hashable, or not a tensor: the careful path below
             pass
+    x = src  # the tensor (a list input: stacked below), which an error's handler asks about
     try:
         if check_bounds is not True and check_bounds is not False:
             _check_bounds(check_bounds, "scatter", pattern)
@@ -507,7 +508,6 @@ def scatter(
                                  hint="pass a Python number, e.g. fill=0.0; to start from a tensor, use into=")
             fill = fill.item()
         backend = _BY_TYPE.get(type(src))
-        x = src
         if backend is None:
             x, backend = _tensor_and_backend(src)
         return _run_indexed("scatter", x, backend, pattern, reduction, lengths_and_indices, into,
@@ -518,8 +518,7 @@ def scatter(
     except (RuntimeError, NotImplementedError) as e:  # a sparse or nested tensor: see policy.refuse_unusual
         from . import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
 
-        policy.refuse_unusual(e, _BY_TYPE.get(type(src)) or backend_for(src),
-                              (src, into, *lengths_and_indices.values()))
+        policy.refuse_unusual(e, _BY_TYPE.get(type(x)) or backend_for(x), (x, into, *lengths_and_indices.values()))
         raise
 
 

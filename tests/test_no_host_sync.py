@@ -23,7 +23,11 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+import strategies  # noqa: E402
 from conftest import TEST_DEVICE  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_properties import rows_lowering_always  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_leaves  # noqa: E402
 
@@ -264,6 +268,14 @@ def test_a_duplicate_only_once_negatives_count_from_the_end_fails_under_async():
 
 
 @cpu_only
+def test_a_list_input_keeps_the_device_side_failure():
+    """scatter's handler of a torch failure asked the backend of the list itself, which has none: RA500
+    'rearr does not accept list objects' hid the failed assertion."""
+    with pytest.raises(RuntimeError, match="RA501: index 'pos' holds a value outside axis 'h'"):
+        rearr.scatter([torch.tensor(1.0)], "a -> h[pos: a]", "sum", h=1, pos=t([1]), check_bounds="async")
+
+
+@cpu_only
 def test_a_uint64_value_beyond_int64_fails_under_async():
     idx = torch.tensor([0, 2**63, 1], dtype=torch.uint64)
     with pytest.raises(RuntimeError, match=r"holds a value of 2\*\*63 or more"):
@@ -326,6 +338,50 @@ def test_async_is_refused_where_torch_has_no_device_assertion():
         _torch_ops.can_assert(SimpleNamespace(device=torch.device("mps")))
     assert "check_bounds='sync'" in caught.value.hint
     assert not _torch_ops.on_device(SimpleNamespace(is_cuda=False), True)  # mps, xpu: the exact check by default
+
+
+def _call(case, mode):
+    """The case through rearr on torch with check_bounds=mode: its result, or the error it raised."""
+    x, kw = case.inputs("torch")
+    try:
+        if case.op == "scatter":
+            return rearr.scatter(x, case.pattern, case.reduction, check_bounds=mode, **kw)
+        return rearr.rearrange(x, case.pattern, check_bounds=mode, **kw)
+    except RuntimeError as e:  # RearrError is one too
+        return e
+
+
+def _reads_nothing_and_agrees(case):
+    """check_bounds="async" on the case: no host read, and the exact check's result, or a failure where
+    the exact check fails."""
+    exact = _call(case, "sync")
+    if isinstance(exact, RearrError):
+        got = _call(case, "async")
+        assert isinstance(got, RuntimeError), case.describe()
+        assert "RA501" in str(got) if exact.code == "RA501" else isinstance(got, RearrError) and \
+            got.code == exact.code, (case.describe(), exact, got)
+        return
+    with recording() as reads:
+        got = _call(case, "async")
+    assert reads == [], (case.describe(), reads)
+    assert not isinstance(got, Exception), (case.describe(), got)
+    _same(got, exact)
+
+
+@cpu_only
+@given(st.one_of(strategies.gather_cases(), strategies.scatter_cases()))
+def test_random_gathers_and_scatters_read_nothing_and_agree(case):
+    """The strategies' random bracket patterns (default and declared axes, both sides at once, into=,
+    fill=, negative values, duplicates, now and then a value out of range)."""
+    _reads_nothing_and_agrees(case)
+
+
+@cpu_only
+@given(st.one_of(strategies.gather_cases(), strategies.scatter_cases()))
+def test_random_gathers_and_scatters_read_nothing_with_the_row_lowering(case):
+    """The same, with the row lowering (index_select / index_add over flat rows) at every size."""
+    with rows_lowering_always():
+        _reads_nothing_and_agrees(case)
 
 
 # --- check_bounds= takes four values --------------------------------------------------------------------
