@@ -59,6 +59,7 @@ def run_size(size: str, rounds: int) -> dict[str, float]:
         "hand eager": lambda: block_hand(x, idx, H),
         "rearr compiled": lambda: rc(x, idx, H),
         "unchecked": lambda: rc(x, idx, H, False),
+        "async": lambda: rc(x, idx, H, "async"),
         "hand compiled": lambda: hc(x, idx, H),
     }
     ref = block_hand(x, idx, H)
@@ -75,15 +76,17 @@ def main() -> int:
     print(f"python {platform.python_version()}, torch {torch.__version__} (1 thread), {_harness.machine_state()}")
     _harness.setup(args.clock, args.malloc)
     print("figures: median us per call; compiled = torch.compile(fullgraph=True), inductor, static shapes; "
-          "unchecked = rearr compiled with check_bounds=False (the gather's bounds check is the difference)\n")
+          "unchecked = rearr compiled with check_bounds=False (the gather's bounds check is the difference); "
+          "async = compiled with check_bounds='async' (device-side assertions, fused by inductor)\n")
     head = (f"{'size':7} {'rearr eager':>12} {'hand eager':>11} {'rearr compiled':>15} {'unchecked':>10} "
-            f"{'hand compiled':>14}")
+            f"{'async':>9} {'hand compiled':>14}")
     print(head)
     print("-" * len(head))
     for size in SIZES:
         med = run_size(size, args.rounds)
         print(f"{size:7} {med['rearr eager'] * 1e6:12.2f} {med['hand eager'] * 1e6:11.2f} "
-              f"{med['rearr compiled'] * 1e6:15.2f} {med['unchecked'] * 1e6:10.2f} {med['hand compiled'] * 1e6:14.2f}",
+              f"{med['rearr compiled'] * 1e6:15.2f} {med['unchecked'] * 1e6:10.2f} {med['async'] * 1e6:9.2f} "
+              f"{med['hand compiled'] * 1e6:14.2f}",
               flush=True)
     print(f"\nload average at the end: {_harness.load_average()}")
     return 0

@@ -191,7 +191,7 @@ def _direct(
                     indices[use.name] = check_index(indices[use.name], use, pattern)
             except Exception:  # a bad value: the careful path names it (nothing has run yet)
                 return _CAREFUL
-        env = IndexEnv(pattern, indices, 0, None)
+        env = IndexEnv(pattern, indices, 0, None)  # check_bounds=True: the only mode _DIRECT serves
         try:
             return steps(x, env)
         except Exception:
@@ -240,7 +240,7 @@ def _tensor_and_backend(tensor: Any):
 
 
 def _run(
-    op: str, tensor: Any, pattern: str, reduction: object, kwargs: dict[str, Any], check_bounds: bool = True
+    op: str, tensor: Any, pattern: str, reduction: object, kwargs: dict[str, Any], check_bounds: bool | str = True
 ) -> Any:
     try:
         backend = _BY_TYPE.get(type(tensor))
@@ -302,18 +302,20 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
     if into is not None:
         _check_into(into, x, backend)
         into_shape = tuple(into.shape)
-    uses, run, natively_checked, steps = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape)
+    uses, run, natively_checked, steps = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape,
+                                                       check_bounds)
     indices: dict[str, Any] = {}
     left_to_native = []
+    native = check_bounds != "async"  # "async": device-side checks only, never a host read after a refusal
     for use in uses:
-        t = backend.convert_index(kwargs[use.name], x, use.name, pattern)
+        t = backend.convert_index(kwargs[use.name], x, use.name, pattern, check_bounds)
         if check_bounds:
-            if use.name in natively_checked and backend.checks_natively(t):
+            if native and use.name in natively_checked and backend.checks_natively(t):
                 left_to_native.append(use)
             else:
-                t = backend.check_index(t, use, pattern)
+                t = backend.check_index(t, use, pattern, check_bounds)
         indices[use.name] = t
-    env = IndexEnv(pattern, indices, fill, into)
+    env = IndexEnv(pattern, indices, fill, into, check_bounds)
     if left_to_native:
         try:
             out = run(x, env)
@@ -350,9 +352,9 @@ def _after_refusal(run: Callable, x: Any, env: IndexEnv, left: Iterable, backend
     indices, counted = dict(env.indices), False
     for use in left:
         t = indices[use.name]
-        indices[use.name] = backend.check_index(t, use, env.text)
+        indices[use.name] = backend.check_index(t, use, env.text, env.checks)
         counted = counted or indices[use.name] is not t
-    return run(x, IndexEnv(env.text, indices, env.fill, env.into)) if counted else None
+    return run(x, IndexEnv(env.text, indices, env.fill, env.into, env.checks)) if counted else None
 
 
 def _index_fault(e: Exception) -> bool:
@@ -362,7 +364,7 @@ def _index_fault(e: Exception) -> bool:
     return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
 
 
-def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tuple[tuple, Callable, frozenset]:
+def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape, checks) -> tuple[tuple, Callable, frozenset]:
     """The cached plan of an indexed call: keyed on the index tensors' shapes and the int lengths."""
     tensor = backend.TENSOR
     key = []
@@ -389,7 +391,7 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
     key = []
     for name, value in kwargs.items():
         if name in names:
-            key.append((name, backend.convert_index(value, x, name, pattern).shape))
+            key.append((name, backend.convert_index(value, x, name, pattern, checks).shape))
         else:
             if value.__class__ is not int:
                 value = _length(op, pattern, reduction, kwargs, name, value)
@@ -400,6 +402,13 @@ def _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape) -> tup
                             _plan_indexed, op, pattern, reduction, backend, x.shape, key, into_shape)
     except TypeError:  # unhashable: see _CACHES
         return _plan_indexed(op, pattern, reduction, backend, x.shape, key, into_shape)
+
+
+def _check_bounds(value: object, op: str, pattern: object) -> None:
+    """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
+    err = arguments.check_bounds_error(value)
+    if err is not None:
+        raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
 
 
 def _check_into(into: Any, x: Any, backend: Any) -> None:
@@ -424,17 +433,22 @@ def _shape_of(tensor: Any) -> object:
 
 
 def rearrange(
-    tensor: Tensor | Sequence[Tensor], /, pattern: str, *, check_bounds: bool = True, **axes_lengths: Any
+    tensor: Tensor | Sequence[Tensor], /, pattern: str, *, check_bounds: bool | str = True, **axes_lengths: Any
 ) -> Tensor:
     """Reorder, merge and split axes; gather through ``[index]`` brackets.
 
-    Index tensors are passed as keywords, like lengths; ``check_bounds=False``
-    skips their range check (and the counting of negative values from the end).
+    Index tensors are passed as keywords, like lengths. ``check_bounds`` says how
+    their values are checked: True (the exact error on the CPU, device-side
+    assertions on CUDA), "sync" (the exact error everywhere), "async"
+    (device-side assertions everywhere) or False (no range check, and no counting
+    of negative values from the end).
 
     >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
     (3, 8)
     """
     run = indexed = None
+    if check_bounds is not True and check_bounds is not False:  # a mode to validate before any look-up
+        _check_bounds(check_bounds, "rearrange", pattern)
     try:  # a call seen before: one look-up, then its plan's function (see _Plans)
         lengths = _int_lengths(axes_lengths) if axes_lengths else ()
         if lengths is not None:  # else an index tensor (or a length to validate): _run
@@ -505,7 +519,7 @@ def scatter(
     *,
     fill: Any = None,
     into: Tensor | None = None,
-    check_bounds: bool = True,
+    check_bounds: bool | str = True,
     **lengths_and_indices: Any,
 ) -> Tensor:
     """Write ``src`` into the output axis marked ``[index]``, combining duplicates by
@@ -514,6 +528,8 @@ def scatter(
     Positions that receive nothing hold ``fill`` (default 0). With ``into=``, the
     result starts from a copy of ``into`` whose values take part in the reduction
     (torch's include_self=True) and ``fill`` is not used. No input is modified.
+    ``check_bounds`` is rearrange's (the duplicate check of 'set' follows it, on
+    the device's default where it is False).
     """
     if fill is None and into is None and check_bounds is True:  # a call seen before: see _DIRECT
         run = None
@@ -530,6 +546,8 @@ def scatter(
             if out is not _CAREFUL:  # else it declined before running: the careful path says why
                 return out
     try:
+        if check_bounds is not True and check_bounds is not False:
+            _check_bounds(check_bounds, "scatter", pattern)
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")
@@ -538,8 +556,7 @@ def scatter(
             raise err
         if fill is not None:
             fill = arguments.fill_value(fill, None)
-        backend = _BY_TYPE.get(type(src))
-        x = src
+        x, backend = src, _BY_TYPE.get(type(src))
         if backend is None:
             x, backend = _tensor_and_backend(src)
         return _run_indexed("scatter", x, backend, pattern, reduction, lengths_and_indices, into,

@@ -25,9 +25,9 @@ __all__ = ["EinMix", "Gather", "Rearrange", "Reduce", "Repeat", "Scatter"]
 
 
 def _check(layer: str, pattern: object, reduction: object = None, lengths: dict | None = None,
-           fill: object = 0) -> None:
+           fill: object = 0, check_bounds: object = True) -> None:
     """Raise now the RearrError that the layer's arguments would (rules: rearr/rules/layer_recipe.py)."""
-    err = layer_recipe.layer_error(layer, pattern, reduction, lengths, fill)
+    err = layer_recipe.layer_error(layer, pattern, reduction, lengths, fill, check_bounds)
     if err is not None:
         raise err.with_context(op=layer)
 
@@ -88,15 +88,25 @@ class Repeat(_Layer):
 
 class Gather(_Layer):
     """A gather (``rearrange`` with an index bracket) as a layer; the index tensors come with each call:
-    ``Gather("v[ids: b t] d -> b t d")(table, ids=tokens)``."""
+    ``Gather("v[ids: b t] d -> b t d")(table, ids=tokens)``. ``check_bounds`` is rearrange's."""
 
-    def __init__(self, pattern: str, **lengths: Any) -> None:
+    check_bounds: bool | str = True  # also what a layer pickled before the option existed reads
+
+    def __init__(self, pattern: str, check_bounds: bool | str = True, **lengths: Any) -> None:
         super().__init__()
-        _check("Gather", pattern, None, lengths)
-        self.pattern, self.lengths = pattern, dict(lengths)
+        _check("Gather", pattern, None, lengths, check_bounds=check_bounds)
+        self.pattern, self.check_bounds, self.lengths = pattern, check_bounds, dict(lengths)
+
+    def _repr_args(self) -> str:
+        return _args(self.pattern, lengths=_with_check_bounds(self.check_bounds, self.lengths))
 
     def forward(self, x: torch.Tensor, /, **indices: torch.Tensor) -> torch.Tensor:
-        return api.rearrange(x, self.pattern, **self.lengths, **indices)
+        return api.rearrange(x, self.pattern, check_bounds=self.check_bounds, **self.lengths, **indices)
+
+
+def _with_check_bounds(check_bounds: bool | str, lengths: dict[str, Any]) -> dict[str, Any]:
+    """The keywords a repr shows: check_bounds= where it is not the default."""
+    return lengths if check_bounds is True else {"check_bounds": check_bounds, **lengths}
 
 
 class Scatter(_Layer):
@@ -105,25 +115,33 @@ class Scatter(_Layer):
 
     ``fill`` is the value of the positions that receive nothing; with ``into=`` every position
     starts from ``into``, so a layer built with a non-zero ``fill`` refuses ``into=``.
+    ``check_bounds`` is scatter's.
     """
 
-    def __init__(self, pattern: str, reduction: str, fill: float = 0, **lengths: Any) -> None:
+    check_bounds: bool | str = True  # as Gather's
+
+    def __init__(self, pattern: str, reduction: str, fill: float = 0, check_bounds: bool | str = True,
+                 **lengths: Any) -> None:
         super().__init__()
-        _check("Scatter", pattern, reduction, lengths, fill)
+        _check("Scatter", pattern, reduction, lengths, fill, check_bounds)
         self.pattern, self.reduction, self.fill, self.lengths = pattern, reduction, fill, dict(lengths)
+        self.check_bounds = check_bounds
 
     def _repr_args(self) -> str:
         lengths = {"fill": self.fill, **self.lengths} if self.fill != 0 else self.lengths
-        return _args(self.pattern, self.reduction, lengths=lengths)
+        return _args(self.pattern, self.reduction, lengths=_with_check_bounds(self.check_bounds, lengths))
 
     def forward(self, src: torch.Tensor, /, into: torch.Tensor | None = None, **indices: torch.Tensor) -> torch.Tensor:
+        checks = self.check_bounds
         if into is None:
-            return api.scatter(src, self.pattern, self.reduction, fill=self.fill, **self.lengths, **indices)
+            return api.scatter(src, self.pattern, self.reduction, fill=self.fill, check_bounds=checks,
+                               **self.lengths, **indices)
         if self.fill != 0:
             raise RearrError(f"this Scatter layer has fill={self.fill!r}, and into= gives every position a value",
                              code="RA500", pattern=self.pattern, op="Scatter",
                              hint="build the layer without fill=, or call it without into=")
-        return api.scatter(src, self.pattern, self.reduction, into=into, **self.lengths, **indices)
+        return api.scatter(src, self.pattern, self.reduction, into=into, check_bounds=checks, **self.lengths,
+                           **indices)
 
 
 class EinMix(_Layer):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,3 +28,28 @@ settings.register_profile("long", max_examples=10_000, deadline=None, suppress_h
                           print_blob=True)
 settings.register_profile("medium", max_examples=1_000, deadline=None, suppress_health_check=_SUPPRESS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+# REARR_TEST_DEVICE=cuda runs the tests that ask for the fixture below on that torch device, and only
+# them (benchmarks/bench_gpu.py does); unset, every test runs, on the CPU.
+TEST_DEVICE = os.environ.get("REARR_TEST_DEVICE", "cpu")
+
+
+def pytest_collection_modifyitems(config, items):
+    if TEST_DEVICE == "cpu":
+        return
+    chosen = [item for item in items if "on_test_device" in getattr(item, "fixturenames", ())]
+    config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
+    items[:] = chosen
+
+
+@pytest.fixture
+def on_test_device():
+    """torch's default device for the test's factories (torch.tensor, randn ...): REARR_TEST_DEVICE."""
+    if TEST_DEVICE == "cpu":
+        yield "cpu"
+        return
+    import torch
+
+    with torch.device(TEST_DEVICE):
+        yield TEST_DEVICE

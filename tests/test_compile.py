@@ -16,6 +16,9 @@ import rearr.layers  # noqa: E402
 from rearr import RearrError  # noqa: E402
 
 BACKENDS = ("eager", "aot_eager")
+# The tests that run on REARR_TEST_DEVICE too (benchmarks/bench_gpu.py): those without a failing call,
+# which on an accelerator would be a device-side assertion that poisons the context.
+on_test_device = pytest.mark.usefixtures("on_test_device")
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +73,7 @@ CASES = {
 }
 
 
+@on_test_device
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_op_compiles_without_a_graph_break(name):
     f, make = CASES[name]
@@ -101,6 +105,7 @@ def test_a_dynamic_batch_compiles_one_frame():
     assert _frames(f, lambda b: (torch.randn(b, 3, 4),), (2, 3, 5, 8), [(0, 0)]) == 1
 
 
+@on_test_device
 def test_a_dynamic_batch_with_gather_and_scatter_compiles_one_frame():
     def f(x, i):
         y = _gather(x, i)
@@ -112,6 +117,7 @@ def test_a_dynamic_batch_with_gather_and_scatter_compiles_one_frame():
     assert _frames(f, make, (2, 3, 5, 8), [(0, 0), (1, 0)]) == 1
 
 
+@on_test_device
 def test_a_message_passing_scatter_with_changing_edges_compiles_one_frame():
     def make(e):
         return torch.randn(6, 3), torch.randint(0, 6, (e,)), torch.randint(-6, 6, (e,))
@@ -175,6 +181,7 @@ def test_einops_dynamic_shape_test_passes_against_rearr():
         assert torch.allclose(dynamic(x), func1(x), atol=1e-5)
 
 
+@on_test_device
 @pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
 def test_compiled_under_no_grad_and_inference_mode(mode):
     x, i = CASES["gather"][1]()
@@ -215,6 +222,7 @@ def test_vmap_over_checked_gathers_and_set_scatters_keeps_the_checks():
         torch.func.vmap(put)(s, j)
 
 
+@on_test_device
 @pytest.mark.parametrize("name", ["rearrange", "reduce", "repeat", "gather", "scatter", "message_passing"])
 def test_gradients_compiled_equal_eager(name):
     f, make = CASES[name]
@@ -410,6 +418,7 @@ def _layer_cases():
     ]
 
 
+@on_test_device
 @pytest.mark.parametrize("case", range(6))
 def test_every_layer_compiles_without_a_break_once_for_every_batch(case):
     """Each rearr.layers module: no graph break, compiled == eager (values and gradients), and one frame

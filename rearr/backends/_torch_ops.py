@@ -15,6 +15,17 @@ Two pieces, chosen so that the eager hot path is untouched:
   ``rearr::check_unique``: opaque to the compiler, recorded in the graph, run
   at run time on the real values, raising rearr's RearrError. Eager calls check
   in plain Python, as before, without the cost of the op dispatcher.
+
+The exact checks read the index's values on the host: on an accelerator each
+is a sync that stalls the stream (and breaks CUDA graph capture). The
+device-side checks (``check_bounds="async"``, and the default on CUDA) read
+nothing back: the range and the duplicates become ``torch._assert_async``
+assertions, and negative values are wrapped by arithmetic. A failed assertion
+names the index, the axis and the pattern, but not the value; on CUDA it is
+reported at a later sync and leaves the context unusable, on the CPU it raises
+RuntimeError at once. Traced (torch.compile, jit.trace), they are plain ops of
+the graph, which inductor fuses; under torch.func.vmap, whose batching has no
+rule for ``_assert_async``, they run as the ops above with ``exact=False``.
 """
 
 from __future__ import annotations
@@ -22,7 +33,9 @@ from __future__ import annotations
 import threading
 
 import torch
+from torch._C._functorch import is_functorch_wrapped_tensor as _functorch_wrapped
 
+from ..errors import RearrError
 from ..planning.plan import IndexUse
 from . import _common
 
@@ -34,10 +47,79 @@ def traced(t: torch.Tensor) -> bool:
 
 
 
-def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str) -> torch.Tensor:
-    """The bounds check of an index into an axis of length n; negative values count from the end."""
+def read_both(lo: torch.Tensor, hi: torch.Tensor) -> tuple[int, int]:
+    """Two 0-d tensors as ints, in one transfer off a device (one sync, not two); two .item() on the CPU."""
+    if lo.is_cpu:
+        return lo.item(), hi.item()
+    return tuple(torch.stack((lo, hi)).tolist())
+
+
+def on_device(t: torch.Tensor, mode: bool | str) -> bool:
+    """Whether index t is checked by device-side assertions: asked for (check_bounds="async"), or by
+    default (True, and False for the duplicate check of 'set') on a CUDA device (ROCm's included).
+    Other accelerators (mps, xpu) have no _assert_async kernel: there the default is the exact check."""
+    return mode == "async" or mode != "sync" and t.is_cuda
+
+
+# The device types whose tensors torch._assert_async runs on (kernels for CPU and CUDA; meta's is a no-op).
+_ASSERTING = frozenset({"cpu", "cuda", "meta"})
+
+
+def can_assert(t: torch.Tensor) -> None:
+    """The RearrError for check_bounds="async" on a device that has no device-side assertion."""
+    if t.device.type not in _ASSERTING:
+        raise RearrError(f"check_bounds='async' needs torch._assert_async, which torch has no kernel for on "
+                         f"{t.device.type}", code="RA500",
+                         hint="pass check_bounds='sync' (the exact check, one host read per index) or False")
+
+
+def _range_message(n: int, name: str, axis: str, text: str) -> str:
+    # a symbolic length (torch.compile's dynamic shapes) is a name at trace time, not the number it will be
+    length, bounds = (f"of length {n}", f"{-n} <= i < {n}") if n.__class__ is int else ("of length n", "-n <= i < n")
+    return (f"rearr RA501: index {name!r} holds a value outside axis {axis!r} {length} (values lie in {bounds}), "
+            f"in {text!r}; check_bounds='sync' names the value and its position")
+
+
+def assert_in_range(idx: torch.Tensor, n: int, name: str, axis: str, text: str) -> torch.Tensor:
+    """The bounds check as a device-side assertion, and negative values counted from the end by
+    arithmetic: no value is read back to the host."""
+    if _functorch_wrapped(idx):  # torch.func.vmap: the op, whose vmap rule hands it the whole batch
+        return check_index(idx, n, name, axis, -1, text, False)
+    can_assert(idx)
+    if idx.numel():
+        lo, hi = torch.aminmax(idx)  # one pass; the comparisons are of two 0-d tensors
+        torch._assert_async((lo >= -n) & (hi < n), _range_message(n, name, axis, text))
+    # remainder: one call that counts negatives from the end (i + n) and keeps 0 <= i < n; a new tensor
+    # (an op may not return its input). n == 0: an empty index, or one that the assertion refuses.
+    return idx.remainder(n) if n else idx.clone()
+
+
+def _unique_message(name: str, text: str) -> str:
+    return (f"rearr RA501: index {name!r} writes the same position more than once under 'set', in {text!r}; "
+            "check_bounds='sync' raises the exact error")
+
+
+def assert_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+    """The duplicate check of 'set' as a device-side assertion: sorted along dim, no two neighbours equal."""
+    if _functorch_wrapped(idx):  # torch.func.vmap: see assert_in_range
+        return check_unique(idx, dim, name, text, False)
+    can_assert(idx)
+    length = idx.shape[dim]
+    if length > 1:
+        s = idx.sort(dim).values
+        same = s.narrow(dim, 1, length - 1) == s.narrow(dim, 0, length - 1)
+        torch._assert_async(same.any().logical_not(), _unique_message(name, text))
+    return idx
+
+
+def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str,
+                 exact: bool = True) -> torch.Tensor:
+    """The bounds check of an index into an axis of length n; negative values count from the end.
+    exact=False: the device-side check (assert_in_range)."""
+    if not exact:
+        return assert_in_range(idx, n, name, axis, text)
     if idx.numel() and idx.device.type != "meta":
-        lo, hi = (v.item() for v in torch.aminmax(idx))
+        lo, hi = read_both(*torch.aminmax(idx))
         if lo < -n or hi >= n:
             bad = ((idx < -n) | (idx >= n)).nonzero()[0]
             use = IndexUse(name, axis, n, (), tuple(idx.shape), None if col < 0 else col)  # type: ignore[arg-type]
@@ -56,9 +138,13 @@ def refuse_duplicates(idx: torch.Tensor, dim: int, name: str, text: str) -> None
             raise _common.duplicate_under_set(name, text)
 
 
-def _check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
-    """rearr::check_unique's kernel: the check, then a copy of idx (an op may not return its input)."""
-    refuse_duplicates(idx, dim, name, text)
+def _check_unique(idx: torch.Tensor, dim: int, name: str, text: str, exact: bool = True) -> torch.Tensor:
+    """rearr::check_unique's kernel: the check (exact=False: assert_unique's), then a copy of idx
+    (an op may not return its input)."""
+    if exact:
+        refuse_duplicates(idx, dim, name, text)
+    else:
+        assert_unique(idx, dim, name, text)
     return idx.clone()
 
 
@@ -66,28 +152,29 @@ def _like(idx: torch.Tensor, *args: object) -> torch.Tensor:  # the fake kernels
     return torch.empty_like(idx)
 
 
-def check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str) -> torch.Tensor:
+def check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str,
+                exact: bool = True) -> torch.Tensor:
     """rearr::check_index, the op a tracer records."""
-    return _define()[0](idx, n, name, axis, col, text)
+    return _define()[0](idx, n, name, axis, col, text, exact)
 
 
-def check_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
+def check_unique(idx: torch.Tensor, dim: int, name: str, text: str, exact: bool = True) -> torch.Tensor:
     """rearr::check_unique, the op a tracer records."""
-    return _define()[1](idx, dim, name, text)
+    return _define()[1](idx, dim, name, text, exact)
 
 
 # torch.func.vmap: check the whole batch at once, the vmapped axis moved to the front (a bounds check
 # is elementwise; the duplicate check looks along its dim, which moves one place right).
-def _check_index_vmap(info, in_dims, idx, n, name, axis, col, text):
+def _check_index_vmap(info, in_dims, idx, n, name, axis, col, text, exact=True):
     if in_dims[0] is None:
-        return check_index(idx, n, name, axis, col, text), None
-    return check_index(idx.movedim(in_dims[0], 0), n, name, axis, col, text), 0  # a position: batch first
+        return check_index(idx, n, name, axis, col, text, exact), None
+    return check_index(idx.movedim(in_dims[0], 0), n, name, axis, col, text, exact), 0  # a position: batch first
 
 
-def _check_unique_vmap(info, in_dims, idx, dim, name, text):
+def _check_unique_vmap(info, in_dims, idx, dim, name, text, exact=True):
     if in_dims[0] is None:
-        return check_unique(idx, dim, name, text), None
-    return check_unique(idx.movedim(in_dims[0], 0), dim + 1, name, text), 0
+        return check_unique(idx, dim, name, text, exact), None
+    return check_unique(idx.movedim(in_dims[0], 0), dim + 1, name, text, exact), 0
 
 
 _OPS: tuple = ()
@@ -106,8 +193,9 @@ def _define() -> tuple:
             # torch.library.Library rather than torch.library.custom_op: the same op for the compiler, but
             # a call costs a plain dispatch instead of custom_op's Python wrappers (about 8x less per call).
             lib = torch.library.Library("rearr", "DEF")
-            lib.define("check_index(Tensor idx, SymInt n, str name, str axis, int col, str text) -> Tensor")
-            lib.define("check_unique(Tensor idx, int dim, str name, str text) -> Tensor")
+            lib.define("check_index(Tensor idx, SymInt n, str name, str axis, int col, str text, bool exact=True)"
+                       " -> Tensor")
+            lib.define("check_unique(Tensor idx, int dim, str name, str text, bool exact=True) -> Tensor")
             lib.impl("check_index", _check_index, "CompositeExplicitAutograd")
             lib.impl("check_unique", _check_unique, "CompositeExplicitAutograd")
             torch.library.register_fake("rearr::check_index", _like, lib=lib)

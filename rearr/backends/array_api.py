@@ -235,7 +235,7 @@ def _device(x):
     return array_api_compat.device(x)
 
 
-def convert_index(value: object, like, name: str, text: str):
+def convert_index(value: object, like, name: str, text: str, mode: bool | str = True):
     """The index as an array of the input's library in its index dtype. A value that the cast would wrap
     is RA501 with the value passed: jax without x64 casts to int32, and its asarray narrows numpy's
     int64 silently, so anything not of the library is read by numpy first."""
@@ -276,8 +276,8 @@ def _refuse_wrapping(xp: ModuleType, t, dtype, name: str, text: str) -> None:
         raise _common.beyond_index_range(name, text, int(flat[first]), position, want.bits)
 
 
-def check_index(t, use: IndexUse, text: str):
-    """Bounds check, and negative values counted from the end."""
+def check_index(t, use: IndexUse, text: str, mode: bool | str = True):
+    """Bounds check, and negative values counted from the end (the exact check in every mode)."""
     if math.prod(t.shape) == 0:
         return t
     xp, n = namespace(t), use.length

@@ -57,12 +57,17 @@ class Backend:
         operand is a vector), as the Array API's matmul; einsum's lowering where EINSUM_MATMUL."""
         raise NotImplementedError
 
-    def convert_index(self, value: object, like: Any, name: str, text: str) -> Any:
-        """An index argument as an integer tensor on like's device, or the RearrError that says why not."""
+    def convert_index(self, value: object, like: Any, name: str, text: str, mode: bool | str = True) -> Any:
+        """An index argument as an integer tensor on x's device, or the RearrError that says why not.
+        ``mode`` is the call's check_bounds= (rearr.rules.arguments.CHECK_BOUNDS): a value check made here
+        (an unsigned value beyond int64) follows it, as check_index does."""
         raise NotImplementedError
 
-    def check_index(self, t: Any, use: IndexUse, text: str) -> Any:
-        """The index with its range checked and negative values counted from the end."""
+    def check_index(self, t: Any, use: IndexUse, text: str, mode: bool | str = True) -> Any:
+        """The index with its range checked and negative values counted from the end. ``mode`` is
+        True, "sync" or "async" (False skips the call): a backend whose arrays live on an accelerator
+        checks there without a host read under "async" (and True, where it so documents); one whose
+        values are in host memory makes the exact check in every mode."""
         raise NotImplementedError
 
     def dtype_kind(self, x: Any) -> str:

@@ -266,7 +266,7 @@ def code_expand(step: Expand, before, n: Names) -> list[str]:
 # --- indices -----------------------------------------------------------------
 
 
-def convert_index(value: object, like: da.Array, name: str, text: str):
+def convert_index(value: object, like: da.Array, name: str, text: str, mode: bool | str = True):
     """A dask index stays lazy (its dtype is known without computing); anything else becomes numpy."""
     if isinstance(value, da.Array):
         if not np.issubdtype(value.dtype, np.integer):
@@ -290,8 +290,9 @@ def _intp_block(block: np.ndarray, name: str, text: str, block_info=None) -> np.
     return i
 
 
-def check_index(t, use: IndexUse, text: str):
-    """numpy indices are checked now; dask ones when their blocks are computed, with the same error."""
+def check_index(t, use: IndexUse, text: str, mode: bool | str = True):
+    """numpy indices are checked now; dask ones when their blocks are computed, with the same error
+    (in every mode: the values are in host memory, read without a device sync)."""
     if not isinstance(t, da.Array):
         return _np_backend.check_index(t, use, text)
     return t.map_blocks(_check_block, use, text, dtype=t.dtype)

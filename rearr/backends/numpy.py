@@ -238,7 +238,8 @@ def ready_index(t: object, like: np.ndarray) -> bool:
     return t.__class__ is np.ndarray and t.dtype is _INTP
 
 
-def convert_index(value: object, like: np.ndarray, name: str, text: str) -> np.ndarray:
+def convert_index(value: object, like: np.ndarray, name: str, text: str, mode: bool | str = True) -> np.ndarray:
+    # mode (check_bounds=): every mode reads the values here, in host memory, where a read costs no sync
     if value.__class__ is np.ndarray and value.dtype is _INTP:
         return value  # the common case, without a call (numpy's built-in dtypes are singletons)
     if _masked(value):  # np.asarray would drop the mask
@@ -273,8 +274,9 @@ def wrapped_at(t, cast) -> tuple[int, ...] | None:
     return tuple(int(k) for k in np.argwhere(changed)[0])
 
 
-def check_index(t: np.ndarray, use: IndexUse, text: str) -> np.ndarray:
-    """Bounds check, and negative values counted from the end."""
+def check_index(t: np.ndarray, use: IndexUse, text: str, mode: bool | str = True) -> np.ndarray:
+    """Bounds check, and negative values counted from the end (the exact check in every mode: see
+    convert_index)."""
     if t.size == 0:
         return t
     n = use.length

@@ -15,6 +15,7 @@ from ..planning.plan import (
     AdvancedIndex,
     Expand,
     GatherAlong,
+    IndexEnv,
     IndexTerm,
     IndexUse,
     Permute,
@@ -297,7 +298,7 @@ def ready_index(t: object, like: torch.Tensor) -> bool:
             and _tracing_state() is None)
 
 
-def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> torch.Tensor:
+def convert_index(value: object, like: torch.Tensor, name: str, text: str, mode: bool | str = True) -> torch.Tensor:
     if type(value) is torch.Tensor and value.dtype is torch.int64 and (
         value.is_cpu and like.is_cpu or value.device == like.device  # is_cpu: no device objects made
     ):
@@ -315,14 +316,22 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str) -> to
         t = t.to(like.device)
     if t.dtype == torch.uint64 and t.numel() and t.device.type != "meta":
         wrapped = t.view(torch.int64) < 0  # values >= 2**63, which .long() would turn negative
-        if wrapped.any():
+        if _ops.on_device(t, mode):  # no host read: an assertion (see rearr.backends._torch_ops)
+            _ops.can_assert(t)
+            torch._assert_async(wrapped.any().logical_not(), f"rearr RA501: index {name!r} holds a value of "
+                                f"2**63 or more, larger than any axis can be, in {text!r}")
+        elif wrapped.any():
             at = tuple(wrapped.nonzero()[0].tolist())
             raise _common.beyond_index_range(name, text, int(t.view(torch.int64)[at]) + 2**64, at)
     return t if t.dtype == torch.int64 else t.long()
 
 
-def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
-    """Bounds check, and negative values counted from the end."""
+def check_index(t: torch.Tensor, use: IndexUse, text: str, mode: bool | str = True) -> torch.Tensor:
+    """Bounds check, and negative values counted from the end: exact on the host, or as device-side
+    assertions (mode "async", or True on CUDA: _ops.on_device)."""
+    cpu = t.is_cpu
+    if (mode is not True or not cpu) and _ops.on_device(t, mode):  # the first test: the CPU hot path
+        return _ops.assert_in_range(t, use.length, use.name, use.axis, text)
     if t.__class__ is not TENSOR or _tracing_state() is not None:  # _ops.traced(t), inline: the hot path
         # torch.compile / jit.trace: the check is a node of the graph, run on the real values
         return _ops.check_index(t, use.length, use.name, use.axis, -1 if use.col is None else use.col, text)
@@ -331,7 +340,7 @@ def check_index(t: torch.Tensor, use: IndexUse, text: str) -> torch.Tensor:
     n = use.length
     lo, hi = _aminmax(t)  # two tensors, read without a generator: the eager hot path
     try:
-        lo, hi = lo.item(), hi.item()
+        lo, hi = (lo.item(), hi.item()) if cpu else _ops.read_both(lo, hi)
     except RuntimeError:  # torch.func.vmap cannot read values: the check as an op, which has a vmap rule
         return _ops.check_index(t, n, use.name, use.axis, -1 if use.col is None else use.col, text)
     if lo < -n or hi >= n:
@@ -424,15 +433,18 @@ def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
 
 def advancedindex(step: AdvancedIndex):
     terms = [_contiguous(_term(c)) if not _common.identity_perm(c.perm) else _term(c) for c in step.terms]
-    if all(c.shape == () for c in step.terms):  # torch reads 0-d tensor indices as ints: a view
-        return lambda x, env: x[tuple(c(env, x) for c in terms)].clone()
+    if all(c.shape == () for c in step.terms):
+        # torch reads 0-d tensor indices as ints (.item(): a host read, a sync on a GPU) and returns a view:
+        # 1-element indices read nothing and make a new tensor, whose leading axis of 1 is dropped
+        return lambda x, env: x[tuple(c(env, x).reshape(1) for c in terms)].squeeze(0)
     return lambda x, env: x[tuple(c(env, x) for c in terms)]
 
 
 def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
     terms = [_term_code(t, n) + ("" if _common.identity_perm(t.perm) else ".contiguous()") for t in step.terms]
-    clone = ".clone()" if all(t.shape == () for t in step.terms) else ""
-    return [f"{n.x} = {n.x}[{', '.join(terms)}]{clone}"]
+    if all(t.shape == () for t in step.terms):  # see advancedindex: 1-element indices, not ints
+        return [f"{n.x} = {n.x}[{', '.join(_code.paren(t) + '.reshape(1)' for t in terms)}].squeeze(0)"]
+    return [f"{n.x} = {n.x}[{', '.join(terms)}]"]
 
 
 def _contiguous(fn):
@@ -454,7 +466,7 @@ def scatterrows(step: ScatterRows):
         width = x.shape[1]
         fresh = _in_place(flat, x)  # fresh tensors are written in place: no second copy
         if reduction == "set":
-            flat = _check_unique_along(flat, 0, names, env.text)
+            flat = _check_unique_along(flat, 0, names, env)
             if base is None:
                 return fresh(x.new_full((rows, width), fill), "index_copy", 0, flat, x)
             return base.index_copy(0, flat, x)
@@ -512,7 +524,7 @@ def scatteralong(step: ScatterAlong):
         base = _common.arranged_into(env, into_calls)
         fresh = _in_place(idx, x)
         if reduction == "set":
-            idx = _check_unique_along(idx, dim, name, env.text)
+            idx = _check_unique_along(idx, dim, name, env)
             if base is None:
                 return fresh(x.new_full(shape, env.fill), "scatter", dim, idx, x)
             return base.scatter(dim, idx, x)
@@ -575,8 +587,12 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
             f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
 
 
-def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
-    """The duplicate check of 'set' along dim; returns the index to use (traced: the op's output)."""
+def _check_unique_along(idx: torch.Tensor, dim: int, name: str, env: IndexEnv) -> torch.Tensor:
+    """The duplicate check of 'set' along dim, exact or device-side as env.checks says (_ops.on_device);
+    returns the index to use (traced: the op's output)."""
+    text = env.text
+    if _ops.on_device(idx, env.checks):
+        return _ops.assert_unique(idx, dim, name, text)
     if _ops.traced(idx) or _functorch_wrapped(idx):
         return _ops.check_unique(idx, dim, name, text)
     _ops.refuse_duplicates(idx, dim, name, text)

@@ -161,10 +161,12 @@ class IndexEnv:
     text, fill or into without taking the place of the call's own values.
     """
 
-    __slots__ = ("fill", "indices", "into", "text")
+    __slots__ = ("checks", "fill", "indices", "into", "text")
 
-    def __init__(self, text: str, indices: dict[str, Any], fill: object = 0, into: Any = None) -> None:
+    def __init__(self, text: str, indices: dict[str, Any], fill: object = 0, into: Any = None,
+                 checks: bool | str = True) -> None:
         self.text = text  # the pattern, for the errors that the steps raise
         self.indices = indices  # index name -> its converted, checked tensor
         self.fill = fill  # scatter: the value of positions that nothing writes
         self.into = into  # scatter: the tensor the result starts from, or None
+        self.checks = checks  # the call's check_bounds= (rules.arguments.CHECK_BOUNDS): how 'set' checks duplicates

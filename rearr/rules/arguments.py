@@ -44,3 +44,19 @@ def fill_value(fill: object, text: str | None) -> object:
         raise RearrError(f"fill= must be a number, not {type(fill).__name__}", code="RA500", pattern=text,
                          hint="pass a Python number, e.g. fill=0.0; to start from a tensor, use into=")
     return item()
+
+
+# check_bounds= of rearrange, scatter and the Gather / Scatter layers: True (the default: the exact check
+# on the CPU, device-side assertions on CUDA), "sync" (the exact check everywhere, one host read on a GPU),
+# "async" (device-side assertions wherever torch has them, no host read) or False (no bounds check).
+CHECK_BOUNDS = (True, "sync", "async", False)
+
+
+def check_bounds_error(value: object) -> RearrError | None:
+    """The RearrError for a check_bounds= value that is not one of CHECK_BOUNDS, else None (exact
+    types: 1 == True and a numpy bool would otherwise pass as a mode)."""
+    if value is True or value is False or value.__class__ is str and value in CHECK_BOUNDS:
+        return None
+    return RearrError(f"check_bounds={value!r} is not a checking mode", code="RA500",
+                      hint="pass check_bounds=True (the default), 'sync' (the exact error, one host read), "
+                      "'async' (device-side assertions, no host read) or False (no bounds check)")

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from .._record import Record
 from ..errors import RearrError
 from ..syntax import ir
-from .arguments import fill_value, reduction_error
+from .arguments import check_bounds_error, fill_value, reduction_error
 from .recipe import UNKNOWN, analyze, operation, parse, validate
 
 LAYER_OPS = {"Rearrange": "rearrange", "Reduce": "reduce", "Repeat": "repeat", "Gather": "rearrange",
@@ -27,12 +27,12 @@ LAYER_OPS = {"Rearrange": "rearrange", "Reduce": "reduce", "Repeat": "repeat", "
 
 
 def layer_error(layer: str, pattern: object, reduction: object = None, lengths: Mapping[str, object] | None = None,
-                fill: object = 0) -> RearrError | None:
+                fill: object = 0, check_bounds: object = True) -> RearrError | None:
     """What the constructor of ``layer`` (a key of LAYER_OPS) refuses in its arguments, or None.
 
     ``lengths`` maps names to values, UNKNOWN for a value that is not known (as in `validate`);
-    a ``fill`` that is UNKNOWN is not checked. An index tensor comes with each call, never to the
-    constructor: its name among the lengths is refused."""
+    a ``fill`` or ``check_bounds`` (Gather, Scatter) that is UNKNOWN is not checked. An index tensor
+    comes with each call, never to the constructor: its name among the lengths is refused."""
     lengths = dict(lengths or {})
     op = LAYER_OPS[layer]
     if not isinstance(pattern, str):  # before any cache: a list pattern is not hashable
@@ -67,6 +67,10 @@ def layer_error(layer: str, pattern: object, reduction: object = None, lengths: 
             fill_value(fill, text)
         except RearrError as e:
             return e
+    if check_bounds is not UNKNOWN:
+        err = check_bounds_error(check_bounds)
+        if err is not None:
+            return err.with_context(pattern=text)
     return None
 
 

@@ -36,6 +36,9 @@ class _Unknown:
 UNKNOWN: object = _Unknown()
 INT64_MAX = 2**63 - 1  # numpy and torch count elements in int64
 
+# The keyword parameters of the functions that take indices: an index of one of these names could not be passed.
+CALL_KEYWORDS = {"rearrange": ("check_bounds",), "scatter": ("fill", "into", "check_bounds")}
+
 
 def anonymous_axis(value: int, col: int) -> str:
     """The name that an anonymous axis (the 3 of '(h 3)') gets: its length and column, which no axis name
@@ -461,10 +464,6 @@ def _resolve_index(text: str, spec: IndexSpec, other: list[str], side: str, cols
                        spec.col, f"the axes of a gather index are output axes: {' '.join(other)}")
         cols.setdefault(name, spec.col)
     return spec
-
-
-# The keyword parameters of the functions that take indices: an index of one of these names could not be passed.
-CALL_KEYWORDS = {"rearrange": ("check_bounds",), "scatter": ("fill", "into", "check_bounds")}
 
 
 def _check_index_names(text: str, op: str, specs: tuple[IndexSpec, ...], axes: set[str]) -> None:

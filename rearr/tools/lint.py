@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..errors import RearrError
+from ..rules.arguments import check_bounds_error
 from ..rules.layer_recipe import layer_error, validate_einmix
 from ..rules.recipe import UNKNOWN, analyze, einsum_operand_count, operation, validate
 
@@ -60,8 +61,8 @@ LAYERS: dict[str, Signature] = {
     "Reduce": Signature("reduce", 0, 1, layer="Reduce"),
     "Repeat": Signature("repeat", 0, layer="Repeat"),
     "EinMix": _EINMIX,
-    "Gather": Signature("rearrange", 0, layer="Gather"),
-    "Scatter": Signature("scatter", 0, 1, frozenset({"fill"}), layer="Scatter"),
+    "Gather": Signature("rearrange", 0, options=frozenset({"check_bounds"}), layer="Gather"),
+    "Scatter": Signature("scatter", 0, 1, frozenset({"fill", "check_bounds"}), layer="Scatter"),
 }
 # einops' Rearrange takes no index brackets (they are not einops'), and its EinMix refuses groups in
 # weight_shape and bias_shape, which rearr's takes.
@@ -409,6 +410,11 @@ def _check_call(call: ast.Call, sig: Signature) -> Found | None:
 
 def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_node: ast.expr | None,
               lengths: tuple[dict[str, object], bool]) -> Found | None:
+    bounds = next((k.value for k in call.keywords if k.arg == "check_bounds"), None)
+    if isinstance(bounds, ast.Constant) and "check_bounds" in sig.options:  # a literal mode: the api's rule
+        err = check_bounds_error(bounds.value)
+        if err is not None:
+            return pattern, err.with_context(pattern=pattern.value), bounds
     reduction = None
     if isinstance(reduction_node, ast.Constant):
         reduction = reduction_node.value
