@@ -20,8 +20,8 @@ from ..errors import RearrError
 
 # (framework module that must already be imported, rearr backend module)
 _SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch"),
-                                 ("dask.array", "rearr.backends.dask")]
-# Tried last: any other array with __array_namespace__ (jax, array-api-strict, cupy ...). It has no
+                                 ("dask.array", "rearr.backends.dask"), ("jax", "rearr.backends.jax")]
+# Tried last: any other array with __array_namespace__ (array-api-strict, cupy ...). It has no
 # framework module to look for; its accepts() reads only the type, and array_api_compat loads on first use.
 _GENERIC = "rearr.backends.array_api"
 _BY_TYPE: dict[type, ModuleType] = {}
