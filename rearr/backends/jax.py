@@ -18,6 +18,11 @@ RearrError is raised; jax reports it as a ``JaxRuntimeError`` from the call.
 The callback is a ``jax.pure_callback`` whose result is the index itself, so
 that jax keeps it: a ``debug.callback`` is an effect, and an effect takes every
 call of the jitted program off jax's fast dispatch path.
+
+With check_bounds=False a value out of range has jax's semantics, chosen here
+explicitly: a gather fills (``mode="fill"``: NaN, or the least value of a signed
+int), a scatter drops the update (``mode="drop"``); negative values count from
+the end, as in jax's own indexing.
 """
 
 from __future__ import annotations
@@ -125,7 +130,10 @@ def check_index(t: Any, use: IndexUse, text: str) -> Any:
     if math.prod(t.shape) == 0:
         return t
     if _has_values(t):
-        a = np.asarray(t)
+        a = np.asarray(t)  # no copy on the CPU
+        # One reduction in the common case: read as unsigned, negative values become huge.
+        if int(a.view(f"u{a.itemsize}").max()) < n:
+            return t
         return t if _numpy.check_index(a, use, text) is a else jnp.where(t < 0, t + n, t)
     t = _on_host_if(jnp.any((t < -n) | (t >= n)), t, functools.partial(_raise_out_of_range, use, text))
     return jnp.where(t < 0, t + n, t)
@@ -162,19 +170,32 @@ def _broadcasts(step: GatherAlong, before_shape: tuple) -> bool:
     return any(i not in (1, before_shape[d]) for d, i in enumerate(step.term.shape) if d != step.dim)
 
 
-def gatheralong(step: GatherAlong):
+def _gather(step: GatherAlong):
     """take_along_axis with the index at its own shape (its length-1 axes broadcast): one gather of rows."""
     dim, term, shape = step.dim, step.term, step.shape
 
-    @jax.jit
-    def gather(x, arrays):
-        idx = _index_of(term, arrays, x)
+    def run(x, env):
+        idx = _index_of(term, env.indices, x)
         if _broadcasts(step, x.shape):
             idx = jnp.broadcast_to(idx, shape)
-        return jnp.take_along_axis(x, idx, axis=dim)
+        return jnp.take_along_axis(x, idx, axis=dim, mode="fill")
 
-    names = (term.index,) if term.index is not None else ()
-    return lambda x, env: gather(x, {k: env.indices[k] for k in names})
+    return run
+
+
+def _index_names(step: TakeRows | AdvancedIndex | GatherAlong) -> tuple[str, ...]:
+    terms = (step.term,) if isinstance(step, GatherAlong) else step.terms
+    return tuple(dict.fromkeys(c.index for c in terms if c.index is not None))
+
+
+def _one_program(factory):
+    """A gather step's factory whose call is one jax.jit function of x and the indexes it reads."""
+    def make(step):
+        run, names = factory(step), _index_names(step)
+        jitted = jax.jit(lambda x, arrays: run(x, IndexEnv("", arrays)))
+        return lambda x, env: jitted(x, {k: env.indices[k] for k in names})
+
+    return make
 
 
 # --- scatters ------------------------------------------------------------------
@@ -208,13 +229,14 @@ def _combine(reduction: str, x, at: tuple, shape: tuple, count_at: tuple, count_
     against shape."""
     if reduction == "set":
         out = jnp.full(shape, fill, x.dtype) if base is None else base
-        return out.at[at].set(x)
+        return out.at[at].set(x, mode="drop")
     acc = _accumulator(x.dtype)
     out = base.astype(acc) if base is not None else jnp.full(shape, _identity(reduction, acc), acc)
-    out = getattr(out.at[at], _AT[reduction])(x.astype(acc))
+    out = getattr(out.at[at], _AT[reduction])(x.astype(acc), mode="drop")
     untouched_matter = base is None and (fill != 0 or reduction != "sum")
-    counts = jnp.zeros(count_shape, jnp.int32).at[count_at].add(1) if reduction == "mean" or untouched_matter \
-        else None
+    counts = None
+    if reduction == "mean" or untouched_matter:
+        counts = jnp.zeros(count_shape, jnp.int32).at[count_at].add(1, mode="drop")
     out = out.astype(x.dtype)  # rounded once, at the end
     if reduction == "mean":
         divisor = counts + 1 if base is not None else jnp.maximum(counts, 1)
@@ -376,9 +398,9 @@ STEPS = {
     Permute: _aa.permute,
     Reduce: _aa.reduce,
     Expand: _aa.expand,
-    TakeRows: _aa.takerows,
-    GatherAlong: gatheralong,
-    AdvancedIndex: _aa.advancedindex,
+    TakeRows: _one_program(_aa.takerows),
+    GatherAlong: _one_program(_gather),
+    AdvancedIndex: _one_program(_aa.advancedindex),
     ScatterRows: scatterrows,
     ScatterAlong: scatteralong,
 }
