@@ -73,7 +73,7 @@ def _from(module, y):
 def test_the_step_vocabulary_is_the_plans():
     assert set(plan.STEP_KINDS) == set(CASES)
     assert contract.FUNCTIONS == ("accepts", "stack", "concat", "einsum", "convert_index", "check_index",
-                                  "dtype_kind", "dtype_range", "itemsize")
+                                  "dtype_kind", "dtype_range", "itemsize", "program")
     assert set(contract.ATTRIBUTES) == {"name", "TENSOR", "STEPS", "INDEXES_OTHER"}
 
 

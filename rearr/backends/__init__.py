@@ -125,7 +125,8 @@ def compile_steps(steps: tuple, backend: ModuleType) -> tuple[tuple[Callable, ..
     from .. import policy  # here, once per new plan: `import rearr` does not load it
 
     table = backend.STEPS
-    return tuple(table[type(step)](step) for step in steps), policy.prelude(steps, backend)
+    calls = tuple(table[type(step)](step) for step in steps)
+    return backend.program(steps, calls), policy.prelude(steps, backend)
 
 
 def _by_name() -> dict[str, str]:

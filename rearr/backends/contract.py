@@ -61,6 +61,10 @@ class Backend(Protocol):
     def itemsize(self, x: Any) -> int:
         """Bytes per element of x's dtype."""
 
+    def program(self, steps: tuple, calls: tuple[StepCall, ...]) -> tuple[StepCall, ...]:
+        """The calls that run a plan (``calls``: one per step, from STEPS): those, or fewer that do the
+        same (jax joins an indexed plan into one jax.jit program, one dispatch per eager call)."""
+
 
 # Read from the Protocol, so that the check and the interface cannot disagree.
 FUNCTIONS: tuple[str, ...] = tuple(n for n, v in vars(Backend).items() if callable(v) and not n.startswith("_"))

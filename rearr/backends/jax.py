@@ -251,11 +251,33 @@ def _compile_into(steps: tuple) -> tuple:
     return _compile(steps, sys.modules[__name__])
 
 
+class _Static:
+    """A value passed to jax.jit as a static argument (fill=): compared by type and repr, so that a NaN
+    finds the program compiled for it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def _key(self) -> tuple:
+        return type(self.value), repr(self.value)
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Static) and self._key() == other._key()
+
+
 def _scatter_call(core, into_calls: tuple, names: tuple[str, ...], dup_names: str, positions=None):
     """The step's call(x, env): core(x, arrays, base, fill=, text=, checked=) jitted, those three static.
     Under 'set' (``positions(x, arrays)`` gives the 1-d positions written), indices with values are
     checked for duplicates here, on the host, where the error is numpy's; core checks the others."""
-    jitted = jax.jit(core, static_argnames=("fill", "text", "checked"))
+    def unwrapped(x, arrays, base, *, fill, text, checked):
+        return core(x, arrays, base, fill=fill.value, text=text, checked=checked)
+
+    jitted = jax.jit(unwrapped, static_argnames=("fill", "text", "checked"))
 
     def run(x, env):
         arrays = {k: env.indices[k] for k in names}
@@ -263,7 +285,7 @@ def _scatter_call(core, into_calls: tuple, names: tuple[str, ...], dup_names: st
         checked = positions is not None and all(_has_values(a) for a in arrays.values())
         if checked:
             _unique(None, positions(x, arrays), dup_names, env.text)
-        return jitted(x, arrays, base, fill=env.fill, text=env.text, checked=checked)
+        return jitted(x, arrays, base, fill=_Static(env.fill), text=env.text, checked=checked)
 
     return run
 
@@ -330,6 +352,33 @@ def scatteralong(step: ScatterAlong):
         return _combine(reduction, x, at, shape, at, shape, base, fill)
 
     return _scatter_call(core, into_calls, names, dup_names, positions if reduction == "set" else None)
+
+
+# --- the plan as one program ----------------------------------------------------------
+
+_INDEXING = (TakeRows, GatherAlong, AdvancedIndex, ScatterRows, ScatterAlong)
+
+
+def program(steps: tuple, calls: tuple) -> tuple:
+    """An indexed plan as one jax.jit program of x and the call's values: an eager call is one dispatch,
+    and the reshapes between its steps are not copies. Not a plan that scatters with 'set' (an eager
+    call reads its positions on the host, for numpy's error) or reduces with a callable (which may
+    not trace), nor one without indices."""
+    if not any(isinstance(s, _INDEXING) for s in steps):
+        return calls
+    for s in steps:
+        if isinstance(s, ScatterRows | ScatterAlong) and s.reduction == "set" or \
+                isinstance(s, Reduce) and callable(s.reduction):
+            return calls
+
+    def run_all(x, indices, into, *, fill, text):
+        env = IndexEnv(text, indices, fill.value, into)
+        for f in calls:
+            x = f(x, env)
+        return x
+
+    jitted = jax.jit(run_all, static_argnames=("fill", "text"))
+    return (lambda x, env: jitted(x, env.indices, env.into, fill=_Static(env.fill), text=env.text),)
 
 
 # --- the code explain prints --------------------------------------------------------
