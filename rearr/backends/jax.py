@@ -183,21 +183,6 @@ def _gather(step: GatherAlong):
     return run
 
 
-def _index_names(step: TakeRows | AdvancedIndex | GatherAlong) -> tuple[str, ...]:
-    terms = (step.term,) if isinstance(step, GatherAlong) else step.terms
-    return tuple(dict.fromkeys(c.index for c in terms if c.index is not None))
-
-
-def _one_program(factory):
-    """A gather step's factory whose call is one jax.jit function of x and the indexes it reads."""
-    def make(step):
-        run, names = factory(step), _index_names(step)
-        jitted = jax.jit(lambda x, arrays: run(x, IndexEnv("", arrays)))
-        return lambda x, env: jitted(x, {k: env.indices[k] for k in names})
-
-    return make
-
-
 # --- scatters ------------------------------------------------------------------
 
 _AT = {"sum": "add", "mean": "add", "prod": "multiply", "max": "max", "min": "min", "set": "set"}
@@ -447,9 +432,9 @@ STEPS = {
     Permute: _aa.permute,
     Reduce: _aa.reduce,
     Expand: _aa.expand,
-    TakeRows: _one_program(_aa.takerows),
-    GatherAlong: _one_program(_gather),
-    AdvancedIndex: _one_program(_aa.advancedindex),
+    TakeRows: _aa.takerows,
+    GatherAlong: _gather,
+    AdvancedIndex: _aa.advancedindex,
     ScatterRows: scatterrows,
     ScatterAlong: scatteralong,
 }
