@@ -221,3 +221,26 @@ def test_constant_index_inside_jit_is_checked_at_trace_time() -> None:
     constant = jnp.asarray(bad(IDX))
     with pytest.raises(rearr.RearrError, match="holds 9 at position"):
         jax.jit(lambda x: gather(x, constant))(jnp.asarray(X))
+
+
+def test_lax_scan_checks_each_step() -> None:
+    """Inside lax.scan the index of each step is traced: a good one runs, a bad one fails the call."""
+    def step(carry, i):
+        return carry + gather(jnp.asarray(X), i).sum(), None
+
+    idxs = np.stack([IDX, UNIQUE])
+    total, _ = jax.jit(lambda ii: jax.lax.scan(step, 0.0, ii))(jnp.asarray(idxs))
+    np.testing.assert_allclose(float(total), sum(gather(X, i.astype(np.intp)).sum() for i in idxs), rtol=1e-5)
+    with runtime_error("holds 9 at position \\(1, 2\\)"):
+        jax.jit(lambda ii: jax.lax.scan(step, 0.0, ii))(jnp.asarray(np.stack([IDX, bad(IDX)])))[0].block_until_ready()
+
+
+def test_fill_nan_is_one_program() -> None:
+    """fill= is a static argument of the jitted program: a NaN (never equal to itself) finds the program
+    compiled for it instead of compiling again on every call."""
+    from rearr.backends import jax as backend
+
+    assert backend._Static(float("nan")) == backend._Static(float("nan"))
+    assert backend._Static(0) != backend._Static(0.0) and backend._Static(0) != backend._Static(False)
+    out = scatter(jnp.asarray(SRC), jnp.asarray(IDX), "max", fill=float("nan"))
+    same(out, scatter(SRC, IDX.astype(np.intp), "max", fill=float("nan")))

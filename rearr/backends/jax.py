@@ -5,9 +5,9 @@ here rather than to the generic Array API backend, for three things the standard
 does not give: scatter, through ``x.at[...]``; a gather along an axis that keeps
 the index at its own shape (``take_along_axis`` broadcasts it, so XLA moves rows,
 not elements); and index checks that work on a traced index, which has no
-values while jax traces. Each gather and scatter is one ``jax.jit`` function,
-made once per plan: an eager call is one dispatch, and inside a user's ``jit``
-it is inlined into the user's program.
+values while jax traces. An indexed plan is one ``jax.jit`` program (see
+program()), made once per plan: an eager call is one dispatch, and inside a
+user's ``jit`` it is inlined into the user's program.
 
 The checks (docs/backends.md, "jax"): an index with values (eager, or a
 constant inside a trace) is read on the host and a bad value is the RearrError
