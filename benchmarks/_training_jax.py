@@ -119,7 +119,50 @@ def run(args: argparse.Namespace) -> list[str]:
                   f"{ratio:>5.2f}x  {hand_label}")
             if ratio > GOALS[case]:
                 missed.append(f"jax {case} {size_name}: {ratio:.2f}x > {GOALS[case]}x")
+    if not args.small:
+        _mechanisms(rounds, target)
     return missed
+
+
+def _mechanisms(rounds: int, target: float) -> None:
+    """Why rearr's check is a pure_callback in a cond (docs/backends.md, "jax"): the same tiny jitted
+    take_along_axis, bare, with a cond that would call jax.debug.callback (an effect), and with a cond
+    that would call a jax.pure_callback; no index is bad, so neither callback runs."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    b, t, c, k = SIZES["tiny"]
+    x = jnp.ones((b, t, c))
+    idx = jnp.asarray(np.random.default_rng(0).integers(0, t, (b, k)), jnp.int32)
+
+    def take(x, i):
+        return jnp.take_along_axis(x, i[..., None], axis=1)
+
+    def raise_if(bad):
+        if bad:
+            raise IndexError("out of range")
+
+    def debug_callback(x, i):
+        bad = jnp.any((i < -t) | (i >= t))
+        lax.cond(bad, lambda: jax.debug.callback(raise_if, bad), lambda: None)
+        return take(x, i)
+
+    def pure_callback(x, i):
+        bad = jnp.any((i < -t) | (i >= t))
+        same = jax.ShapeDtypeStruct(i.shape, i.dtype)
+        return take(x, lax.cond(bad, lambda v: jax.pure_callback(np.asarray, same, v), lambda v: v, i))
+
+    def timed(f):
+        jitted = jax.jit(f)
+        return lambda: jitted(x, idx).block_until_ready()
+
+    calls = {"bare": timed(take), "cond + debug.callback": timed(debug_callback),
+             "cond + pure_callback": timed(pure_callback)}
+    times = _harness.interleaved(calls, rounds, target)
+    print("\njit(take_along_axis) " + str(SIZES["tiny"]) + ", a check's callback that never runs: " +
+          ", ".join(f"{name} {v * 1e6:.1f}us" for name, v in times.items()))
 
 
 def _result(call):
