@@ -194,6 +194,7 @@ def _accumulator(dtype) -> Any:
 
 
 def _identity(reduction: str, dtype) -> Any:
+    """Where a reduction starts (numpy's backend's _identity): what combines with a value into itself."""
     if reduction == "prod":
         return 1
     if reduction in ("sum", "mean", "set"):
@@ -201,9 +202,9 @@ def _identity(reduction: str, dtype) -> Any:
     big = reduction == "min"
     if dtype == jnp.bool_:
         return big
-    info = jnp.finfo(dtype) if jnp.issubdtype(dtype, jnp.inexact) else jnp.iinfo(dtype)
     if jnp.issubdtype(dtype, jnp.inexact):
         return float("inf") if big else float("-inf")
+    info = jnp.iinfo(dtype)
     return info.max if big else info.min
 
 
