@@ -244,3 +244,38 @@ def test_fill_nan_is_one_program() -> None:
     assert backend._Static(0) != backend._Static(0.0) and backend._Static(0) != backend._Static(False)
     out = scatter(jnp.asarray(SRC), jnp.asarray(IDX), "max", fill=float("nan"))
     same(out, scatter(SRC, IDX.astype(np.intp), "max", fill=float("nan")))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int32", "uint8", "bool"])  # float32: the tests above
+@pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
+@pytest.mark.parametrize("extra", ["plain", "fill", "into"])
+@pytest.mark.parametrize("pattern", ["b k -> b t[idx: b k]", ROWS])
+def test_scatter_dtypes_agree_with_numpy(dtype: str, reduction: str, extra: str, pattern: str) -> None:
+    """Every reduction on every kind of dtype, with fill= and into=: numpy's value and dtype, or the
+    RearrError numpy gives (integer means, a fill the dtype cannot hold). Bools sum with or and
+    multiply with and, as on numpy."""
+    x = (np.arange(8).reshape(2, 4) % 3).astype(dtype)
+    if pattern == ROWS:
+        x = np.repeat(x.reshape(-1, 1)[:6], 2, axis=1)
+        args = {"src": np.array([0, 2, 2, 1, 5]), "dst": np.array([1, 2, 0, 4, 3] if reduction == "set" else
+                                                                 [1, 1, 0, 4, 4])}
+    else:
+        args = {"idx": np.array([[0, 2, 1, -1], [1, 2, 3, 0]] if reduction == "set" else [[0, 2, 2, -1], [1, 1, 3, 0]]),
+                "t": 5}
+    kw = {"plain": {}, "fill": {"fill": 2}}.get(extra)
+    if kw is None:
+        kw = {"into": np.ones(rearr.scatter(x, pattern, "sum", **args).shape, dtype)}
+    try:
+        want = rearr.scatter(x, pattern, reduction, **args, **kw)
+    except rearr.RearrError as e:
+        with pytest.raises(rearr.RearrError) as got:
+            rearr.scatter(jnp.asarray(x), pattern, reduction, **_jax(args), **_jax(kw))
+        assert got.value.code == e.code
+        return
+    got = rearr.scatter(jnp.asarray(x), pattern, reduction, **_jax(args), **_jax(kw))
+    assert np.asarray(got).dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def _jax(kwargs: dict) -> dict:
+    return {k: jnp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}

@@ -186,6 +186,7 @@ def _gather(step: GatherAlong):
 # --- scatters ------------------------------------------------------------------
 
 _AT = {"sum": "add", "mean": "add", "prod": "multiply", "max": "max", "min": "min", "set": "set"}
+_BOOL_AT = {"sum": "max", "prod": "min"}  # jax adds and multiplies no bools: or and and, as numpy's ufuncs do
 
 
 def _accumulator(dtype) -> Any:
@@ -218,7 +219,8 @@ def _combine(reduction: str, x, at: tuple, shape: tuple, count_at: tuple, count_
         return out.at[at].set(x, mode="drop")
     acc = _accumulator(x.dtype)
     out = base.astype(acc) if base is not None else jnp.full(shape, _identity(reduction, acc), acc)
-    out = getattr(out.at[at], _AT[reduction])(x.astype(acc), mode="drop")
+    op = _BOOL_AT.get(reduction, _AT[reduction]) if x.dtype == jnp.bool_ else _AT[reduction]
+    out = getattr(out.at[at], op)(x.astype(acc), mode="drop")
     untouched_matter = base is None and (fill != 0 or reduction != "sum")
     counts = None
     if reduction == "mean" or untouched_matter:
@@ -401,8 +403,11 @@ def _combine_code(reduction: str, at: str, shape: tuple, count_shape: tuple, n: 
         return ["# rearr first checks that no position is written twice ('set')",
                 f"{x} = jnp.zeros({tup(shape)}, dtype={x}.dtype).at[{at}].set({x})"]
     acc = f"(jnp.float32 if {x}.dtype in (jnp.float16, jnp.bfloat16) else {x}.dtype)"  # as numpy's and torch's
+    combine = f"{out}.at[{at}].{_AT[reduction]}"
+    if reduction in _BOOL_AT:  # explain has no dtype: the choice that _combine makes, as a condition
+        combine = f"({out}.at[{at}].{_BOOL_AT[reduction]} if {x}.dtype == jnp.bool_ else {combine})"
     lines = [f"{out} = jnp.full({tup(shape)}, {_START[reduction].format(x=x)}, dtype={acc})",
-             f"{out} = {out}.at[{at}].{_AT[reduction]}({x}.astype({acc})).astype({x}.dtype)"]
+             f"{out} = {combine}({x}.astype({acc})).astype({x}.dtype)"]
     if reduction != "sum":  # the positions that nothing writes hold fill (0)
         lines.append(f"{counts} = jnp.zeros({tup(count_shape)}, jnp.int32).at[{at}].add(1)")
     if reduction == "mean":
