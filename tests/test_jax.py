@@ -10,7 +10,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jax.experimental import checkify
+from strategies import Case, gather_cases, scatter_cases
 
 import rearr
 from rearr.backends import backend_for
@@ -279,3 +282,36 @@ def test_scatter_dtypes_agree_with_numpy(dtype: str, reduction: str, extra: str,
 
 def _jax(kwargs: dict) -> dict:
     return {k: jnp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+
+
+# jax without x64 holds 32-bit numbers: the cases are drawn in dtypes that convert without a change.
+_DTYPES = ("float32", "int32", "bool")
+
+
+def _as_jax(a):
+    return jnp.asarray(a.astype(np.int32) if a.dtype.kind in "iu" and a.ndim and a.dtype.itemsize == 8 else a)
+
+
+def _run(case: Case, lib):
+    x = [lib(t) for t in case.x] if case.as_list else lib(case.x)
+    kw = {k: lib(v) if isinstance(v, np.ndarray) else v for k, v in case.ref_kwargs().items()}
+    try:
+        if case.op == "scatter":
+            return rearr.scatter(x, case.pattern, case.reduction, **kw)
+        return rearr.rearrange(x, case.pattern, **kw)
+    except rearr.RearrError as e:
+        return e
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(gather_cases(dtypes=_DTYPES), scatter_cases(dtypes=("float32", "int32"))))
+def test_random_gathers_and_scatters_agree_with_numpy(case: Case) -> None:
+    """The property tests' random gather and scatter calls (negative, duplicate and out-of-range values,
+    fill=, into=, lists): jax gives numpy's value and dtype, or a RearrError of the same code."""
+    want, got = _run(case, np.asarray), _run(case, _as_jax)
+    if isinstance(want, rearr.RearrError):
+        assert isinstance(got, rearr.RearrError) and got.code == want.code, (case.describe(), got)
+        return
+    assert not isinstance(got, Exception), (case.describe(), got)
+    assert np.asarray(got).dtype == want.dtype.name.replace("64", "32") or np.asarray(got).dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5, err_msg=case.describe())
