@@ -7,6 +7,7 @@ Every value is compared with the numpy backend on the same data.
 from __future__ import annotations
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -315,3 +316,22 @@ def test_random_gathers_and_scatters_agree_with_numpy(case: Case) -> None:
     assert not isinstance(got, Exception), (case.describe(), got)
     assert np.asarray(got).dtype == want.dtype.name.replace("64", "32") or np.asarray(got).dtype == want.dtype
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5, err_msg=case.describe())
+
+
+def test_a_gather_along_an_axis_keeps_the_index_at_its_own_shape() -> None:
+    """The index of `b t[idx: b k] c -> b k c` reaches XLA's gather as (b, k, 1), not broadcast to
+    (b, k, c): XLA then moves rows of c, not one element at a time."""
+    from rearr import planner, recipe
+
+    r = recipe.analyze(GATHER, "rearrange", None, ("idx",))
+    assert [type(s).__name__ for s in planner.plan(r, X.shape, (), (("idx", IDX.shape),)).steps] == ["GatherAlong"]
+    jaxpr = jax.make_jaxpr(lambda x, i: gather(x, i, check_bounds=False))(jnp.asarray(X), jnp.asarray(IDX))
+    shapes = [tuple(e.invars[1].aval.shape) for e in _equations(jaxpr.jaxpr) if e.primitive.name == "gather"]
+    assert shapes and all(3 not in s for s in shapes), shapes  # c = 3: no index axis of its length
+
+
+def _equations(jaxpr):
+    for e in jaxpr.eqns:
+        yield e
+        for sub in jax.extend.core.jaxprs_in_params(e.params):
+            yield from _equations(sub)
