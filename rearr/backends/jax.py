@@ -194,21 +194,6 @@ def _accumulator(dtype) -> Any:
     return jnp.float32 if dtype in (jnp.float16, jnp.bfloat16) else dtype
 
 
-def _identity(reduction: str, dtype) -> Any:
-    """Where a reduction starts (numpy's backend's _identity): what combines with a value into itself."""
-    if reduction == "prod":
-        return 1
-    if reduction in ("sum", "mean", "set"):
-        return 0
-    big = reduction == "min"
-    if dtype == jnp.bool_:
-        return big
-    if jnp.issubdtype(dtype, jnp.inexact):
-        return float("inf") if big else float("-inf")
-    info = jnp.iinfo(dtype)
-    return info.max if big else info.min
-
-
 def _combine(reduction: str, x, at: tuple, shape: tuple, count_at: tuple, count_shape: tuple, base, fill):
     """out.at[at] combines x into an array of ``shape`` (from base, or the reduction's identity), as
     numpy's backend does: 'mean' divides by the counts (+1 with into=), and the positions that nothing
@@ -218,7 +203,8 @@ def _combine(reduction: str, x, at: tuple, shape: tuple, count_at: tuple, count_
         out = jnp.full(shape, fill, x.dtype) if base is None else base
         return out.at[at].set(x, mode="drop")
     acc = _accumulator(x.dtype)
-    out = base.astype(acc) if base is not None else jnp.full(shape, _identity(reduction, acc), acc)
+    start = _numpy._identity(reduction, np.dtype(acc))  # where numpy's scatter starts, for the same values
+    out = base.astype(acc) if base is not None else jnp.full(shape, start, acc)
     op = _BOOL_AT.get(reduction, _AT[reduction]) if x.dtype == jnp.bool_ else _AT[reduction]
     out = getattr(out.at[at], op)(x.astype(acc), mode="drop")
     untouched_matter = base is None and (fill != 0 or reduction != "sum")
