@@ -131,7 +131,7 @@ def _rearr(case, x, lengths, indices):
 
 # Where the printed code runs: each explain backend, the Array API one on two libraries. The printed code
 # calls the namespace it finds here: np, torch, da (dask) or xp (the array's Array API namespace).
-LIBRARIES = {"torch": "torch", "numpy": "numpy", "dask": "dask", "array_api_strict": "array_api", "jax": "array_api"}
+LIBRARIES = {"torch": "torch", "numpy": "numpy", "dask": "dask", "array_api_strict": "array_api", "jax": "jax"}
 _XP = {"array_api_strict": array_api_strict, "jax": jnp}
 
 
@@ -157,7 +157,7 @@ def _numpy(y) -> np.ndarray:
 
 
 def _run_code(explanation, x, indices, library: str = "numpy"):
-    namespace = {"np": np, "torch": torch, "da": da, explanation.input_name: x, **indices}
+    namespace = {"np": np, "torch": torch, "da": da, "jnp": jnp, explanation.input_name: x, **indices}
     if library in _XP:
         namespace["xp"] = _XP[library]
     if callable(explanation.reduction):
@@ -225,7 +225,7 @@ def test_printed_einsum_code_gives_rearrs_result(pattern, shapes, lengths, libra
     rng = np.random.default_rng(0)
     xs = [_to(library, rng.standard_normal(s)) for s in shapes]
     e = explain(pattern, *shapes, op="einsum", backend=LIBRARIES[library], **lengths)
-    namespace = {"np": np, "torch": torch, "da": da, "xp": _XP.get(library),
+    namespace = {"np": np, "torch": torch, "da": da, "jnp": jnp, "xp": _XP.get(library),
                  **{name: x for (name, _), x in zip(e.operands, xs)}}
     exec("\n".join(e.code), namespace)  # noqa: S102 - the point of the test
     got, want = namespace[e.input_name], rearr.einsum(*xs, pattern, **lengths)
@@ -613,7 +613,7 @@ def test_show_refuses_large_shapes():
         (("(a b) c -> a b c", (7, 4)), {"a": 2}),  # does not divide
         (("a b -> b a",), {}),  # no shape
         (("a b -> b a", (2, 3), (2, 3)), {}),  # two shapes
-        (("a b -> b a", (2, 3)), {"backend": "jax"}),
+        (("a b -> b a", (2, 3)), {"backend": "mlx"}),  # no such backend
         (("a b, c -> a", (2, 3)), {"op": "einsum"}),
         (("a b -> a", (2, 3)), {"op": "reduce", "reduction": "median"}),
         (("a b -> b a", (2, -3)), {}),

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 # (framework module that must already be imported, rearr backend module)
 _SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch"),
-                                 ("dask.array", "rearr.backends.dask")]
-# Tried last: any other array with __array_namespace__ (jax, array-api-strict, cupy ...). It has no
+                                 ("dask.array", "rearr.backends.dask"), ("jax", "rearr.backends.jax")]
+# Tried last: any other array with __array_namespace__ (array-api-strict, cupy ...). It has no
 # framework module to look for; its accepts() reads only the type, and array_api_compat loads on first use.
 _GENERIC = "rearr.backends.array_api"
 _BY_TYPE: dict[type, Backend] = {}
@@ -95,7 +95,8 @@ def compile_steps(steps: tuple, backend: Backend) -> tuple[tuple[Callable, ...],
     from ..planning import policy  # here, once per new plan: `import rearr` does not load it
 
     table = backend.STEPS
-    return tuple(table[type(step)](step) for step in steps), policy.prelude(steps, backend)
+    calls = tuple(table[type(step)](step) for step in steps)
+    return backend.program(steps, calls), policy.prelude(steps, backend)
 
 
 def _by_name() -> dict[str, str]:

@@ -424,8 +424,7 @@ def _scatter_refused(lib: str, pattern: str | None = None) -> RearrError:
     return RearrError(f"{lib} arrays cannot be scattered: the Array API standard has no at-style update "
                       "(index_add, scatter_reduce, x.at[i].add)", code="RA500", pattern=pattern,
                       hint="scatter on numpy or torch: convert with np.from_dlpack(x) (and the indices), "
-                      "call rearr.scatter there, and convert back with xp.asarray"
-                      + ("; in jax, out.at[idx].add(src) writes it natively" if lib.startswith("jax") else ""))
+                      "call rearr.scatter there, and convert back with xp.asarray")
 
 
 def _no_scatter(step: ScatterRows | ScatterAlong):

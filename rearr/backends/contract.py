@@ -131,12 +131,17 @@ class Backend:
         quantized ...), for rearr.planning.policy's RearrError; None otherwise."""
         return None
 
+    def program(self, steps: tuple, calls: tuple[StepCall, ...]) -> tuple[StepCall, ...]:
+        """The calls that run a plan (``calls``: one per step, from STEPS): those, or fewer that do the
+        same (jax joins an indexed plan into one jax.jit program, one dispatch per eager call)."""
+        return calls
+
 
 # The hooks by kind (tests/test_contract.py checks that these name every hook of the class).
 REQUIRED: tuple[str, ...] = ("accepts", "stack", "concat", "einsum", "matmul", "convert_index", "check_index",
                              "dtype_kind", "dtype_range", "itemsize", "to_numpy")
 OPTIONAL: tuple[str, ...] = ("load", "checks_natively", "checks_step_natively", "ready_index", "check_into",
-                             "unusual")
+                             "unusual", "program")
 ATTRIBUTES: tuple[str, ...] = ("name", "STEPS", "TENSOR", "CODE", "INDEXES_OTHER", "NATIVE_CHECKS", "READY_INDEXES",
                                "EINSUM_MATMUL")
 

@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--reduction", metavar="NAME", help="the reduction of reduce or scatter, e.g. sum")
     # Written out, not asked of the registry: `check` must not import the backends (a test keeps it in step).
     explain.add_argument("--backend", metavar="NAME",
-                         help="the backend whose code is shown: torch (default), numpy, dask or array_api")
+                         help="the backend whose code is shown: torch (default), numpy, dask, array_api or jax")
     explain.add_argument("-l", "--length", action="append", type=_length, default=[], metavar="NAME=INT",
                          dest="lengths", help="an axis length (-l h=4) or an index's shape (-l idx=2,4); repeatable")
     explain.add_argument("--show", action="store_true", help="also run the plan on an example and show the result")

@@ -3,7 +3,7 @@
 The report is built from the planner's Plan and nothing else: the shapes and
 strides between the steps are the plan's, and the code lines come from the
 backend's CODE table, whose template for each step sits next to the function
-that runs it (rearr/backends/torch.py, numpy.py, dask.py, array_api.py), so
+that runs it (rearr/backends/torch.py, numpy.py, dask.py, array_api.py, jax.py), so
 that pasting them gives rearr's result (tests/test_explain.py runs them). This
 module keeps the prose: the axes, why each step is a view or a copy, the index
 formula. Neither importing it nor explaining imports torch, numpy or dask (the
@@ -38,7 +38,7 @@ from ..planning.plan import (
 from ..rules import recipe
 
 OPS = ("rearrange", "reduce", "repeat", "scatter", "einsum")
-BACKENDS = ("torch", "numpy", "dask", "array_api")  # the backends that ship explain templates (a CODE table)
+BACKENDS = ("torch", "numpy", "dask", "array_api", "jax")  # the backends that ship explain templates (a CODE table)
 SHOW_LIMIT = 64  # --show prints arrays of at most this many elements
 
 Names = tuple[tuple[str, ...], ...]  # the elementary axes of each dimension
@@ -151,11 +151,14 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
     coder = _Code(plan, templates, x, used | {x})
     notes = []
     if plan.indices:
-        dtype = "the namespace's default integer dtype" if backend == "array_api" else "int64"
+        dtype = {"array_api": "the namespace's default integer dtype",
+                 "jax": "int32 (int64 with jax_enable_x64)"}.get(backend, "int64")
         notes.append(f"rearr first converts each index to {dtype}, checks -n <= i < n and counts negative "
                      "values from the end (check_bounds=False skips this)")
     if backend == "array_api":
         notes.append(f"xp is {x}'s own namespace: xp = array_api_compat.array_namespace({x})")
+    if backend == "jax":
+        notes.append("jnp is jax.numpy")
     if callable(reduction):
         notes.append(f"{coder.names.reduction}(x, axes) in the code is the callable you passed as reduction")
     if op == "scatter":

@@ -1,0 +1,338 @@
+"""The jax backend: gathers and scatters eager, under jax.jit, jax.vmap and jax.grad, with the index
+checks on, and an out-of-range index under each mode (docs/backends.md, "jax").
+
+Every value is compared with the numpy backend on the same data.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.extend
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.experimental import checkify
+from strategies import Case, gather_cases, scatter_cases
+
+import rearr
+from rearr.backends import backend_for
+
+GATHER = "b t[idx: b k] c -> b k c"
+SCATTER = "b k c -> b t[idx: b k] c"
+ROWS = "v[src: e] c -> v[dst: e] c"  # message passing: a gather of rows, then a scatter of rows
+REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+
+# What a call that fails at run time raises: jax's JaxRuntimeError, or a plain ValueError when the call
+# went through jax's C++ fast dispatch path (a function called before); the message holds rearr's error.
+RUNTIME = (jax.errors.JaxRuntimeError, ValueError)
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((4, 8, 3)).astype(np.float32)
+SRC = RNG.standard_normal((4, 5, 3)).astype(np.float32)
+IDX = np.array([[0, 1, 7, -1, 2], [3, 3, 0, -8, 5], [7, 6, 5, 4, 3], [1, 1, 1, 1, 1]], np.int32)
+UNIQUE = np.array([[0, 1, 7, -2, 2], [3, 4, 0, -7, 5], [7, 6, 5, 4, 3], [1, 2, 3, 4, 5]], np.int32)
+V = RNG.standard_normal((6, 3)).astype(np.float32)
+E_SRC, E_DST = np.array([0, 5, 2, 2, -1, 3], np.int32), np.array([1, 1, 0, 4, 5, -6], np.int32)
+
+
+def runtime_error(match: str | None = None):
+    return pytest.raises(RUNTIME, match=match)
+
+
+def gather(x, idx, **kw):
+    return rearr.rearrange(x, GATHER, idx=idx, **kw)
+
+
+def scatter(s, idx, reduction="sum", **kw):
+    return rearr.scatter(s, SCATTER, reduction, idx=idx, t=8, **kw)
+
+
+def same(got, want) -> None:
+    assert isinstance(got, jax.Array)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+
+
+def bad(idx: np.ndarray, value: int = 9) -> np.ndarray:
+    out = idx.copy()
+    out[1, 2] = value
+    return out
+
+
+def test_jax_arrays_and_tracers_take_the_jax_backend() -> None:
+    assert backend_for(jnp.zeros(2)).name == "jax"
+    seen = []
+    jax.jit(lambda t: seen.append(backend_for(t).name) or t)(jnp.zeros(2))
+    jax.vmap(lambda t: seen.append(backend_for(t).name) or t)(jnp.zeros(2))
+    assert seen == ["jax", "jax"]
+
+
+# --- valid indices: eager, jit, vmap, grad == numpy ---------------------------------
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_gather(jit: bool) -> None:
+    f = jax.jit(gather) if jit else gather
+    same(f(jnp.asarray(X), jnp.asarray(IDX)), gather(X, IDX.astype(np.intp)))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
+def test_scatter(jit: bool, reduction: str) -> None:
+    idx = UNIQUE if reduction == "set" else IDX
+    f = jax.jit(scatter, static_argnums=2) if jit else scatter
+    same(f(jnp.asarray(SRC), jnp.asarray(idx), reduction), scatter(SRC, idx.astype(np.intp), reduction))
+
+
+@pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
+def test_scatter_with_fill_and_into(reduction: str) -> None:
+    idx = UNIQUE if reduction == "set" else IDX
+    into = RNG.standard_normal((4, 8, 3)).astype(np.float32)
+    want = scatter(SRC, idx.astype(np.intp), reduction, into=into)
+    same(jax.jit(lambda s, i, b: scatter(s, i, reduction, into=b))(jnp.asarray(SRC), jnp.asarray(idx),
+                                                                  jnp.asarray(into)), want)
+    want = scatter(SRC, idx.astype(np.intp), reduction, fill=-3.0)
+    same(jax.jit(lambda s, i: scatter(s, i, reduction, fill=-3.0))(jnp.asarray(SRC), jnp.asarray(idx)), want)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_message_passing_rows(reduction: str) -> None:
+    want = rearr.scatter(V, ROWS, reduction, src=E_SRC.astype(np.intp), dst=E_DST.astype(np.intp))
+    f = jax.jit(lambda v, s, d: rearr.scatter(v, ROWS, reduction, src=s, dst=d))
+    same(f(jnp.asarray(V), jnp.asarray(E_SRC), jnp.asarray(E_DST)), want)
+
+
+def test_vmap_over_x_over_the_index_and_both() -> None:
+    xs, idxs = np.stack([X, X * 2, -X]), np.stack([IDX, UNIQUE, IDX[::-1]])
+    want = [gather(xs[n], idxs[n].astype(np.intp)) for n in range(3)]
+    over_x = jax.vmap(lambda x: gather(x, jnp.asarray(IDX)))(jnp.asarray(xs))
+    same(over_x, np.stack([gather(xs[n], IDX.astype(np.intp)) for n in range(3)]))
+    over_idx = jax.jit(jax.vmap(lambda i: gather(jnp.asarray(X), i)))(jnp.asarray(idxs))
+    same(over_idx, np.stack([gather(X, idxs[n].astype(np.intp)) for n in range(3)]))
+    both = jax.jit(jax.vmap(gather))(jnp.asarray(xs), jnp.asarray(idxs))
+    same(both, np.stack(want))
+    sums = jax.jit(jax.vmap(scatter))(jnp.asarray(np.stack([SRC] * 3)), jnp.asarray(idxs))
+    same(sums, np.stack([scatter(SRC, idxs[n].astype(np.intp)) for n in range(3)]))
+
+
+def test_vmap_checks_set_duplicates_per_example() -> None:
+    """Two examples that write the same positions are fine; one example that writes one twice is not."""
+    idxs = jnp.asarray(np.stack([UNIQUE, UNIQUE]))
+    f = jax.jit(jax.vmap(lambda s, i: scatter(s, i, "set")))
+    same(f(jnp.asarray(np.stack([SRC, SRC])), idxs), np.stack([scatter(SRC, UNIQUE.astype(np.intp), "set")] * 2))
+    with runtime_error("writes the same position more than once"):
+        f(jnp.asarray(np.stack([SRC, SRC])), jnp.asarray(np.stack([UNIQUE, IDX])))
+
+
+def test_grad_through_gather_and_scatter_sum_under_jit() -> None:
+    w = RNG.standard_normal((4, 5, 3)).astype(np.float32)
+    g = jax.jit(jax.grad(lambda x, i: (gather(x, i) * w).sum()))(jnp.asarray(X), jnp.asarray(IDX))
+    same(g, scatter(w, IDX.astype(np.intp)))  # the gradient of a gather is the scatter-sum of the cotangent
+    w8 = RNG.standard_normal((4, 8, 3)).astype(np.float32)
+    h = jax.jit(jax.grad(lambda s, i: (scatter(s, i) * w8).sum()))(jnp.asarray(SRC), jnp.asarray(IDX))
+    same(h, gather(w8, IDX.astype(np.intp)))  # and the other way round
+
+
+# --- an out-of-range index under each mode ---------------------------------------------
+
+
+def test_eager_out_of_range_is_numpys_error() -> None:
+    with pytest.raises(rearr.RearrError) as want:
+        gather(X, bad(IDX).astype(np.intp))
+    with pytest.raises(rearr.RearrError) as got:
+        gather(jnp.asarray(X), jnp.asarray(bad(IDX)))
+    assert str(got.value) == str(want.value)
+    assert got.value.code == "RA501" and got.value.col == GATHER.index("idx")
+    assert "holds 9 at position (1, 2)" in got.value.message
+    with pytest.raises(rearr.RearrError, match="holds -9 at position"):
+        scatter(jnp.asarray(SRC), jnp.asarray(bad(IDX, -9)))
+    with pytest.raises(rearr.RearrError, match="writes the same position more than once"):
+        scatter(jnp.asarray(SRC), jnp.asarray(IDX), "set")
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+def test_jit_out_of_range_fails_the_call_with_rearrs_message(op: str) -> None:
+    f = jax.jit(gather if op == "gather" else scatter)
+    x = jnp.asarray(X if op == "gather" else SRC)
+    with runtime_error() as e:
+        f(x, jnp.asarray(bad(IDX))).block_until_ready()
+    assert not isinstance(e.value, rearr.RearrError)  # raised by jax, from the call, not while tracing
+    text = str(e.value)
+    assert "RA501: index 'idx' holds 9 at position (1, 2), outside axis 't' of length 8" in text
+    assert "fix: index values must lie in -8 <= i < 8" in text
+    f(x, jnp.asarray(IDX)).block_until_ready()  # the same compiled function, good values: no error
+
+
+def test_jit_set_duplicates_fail_the_call() -> None:
+    f = jax.jit(lambda s, i: scatter(s, i, "set"))
+    with runtime_error("writes the same position more than once under 'set'"):
+        f(jnp.asarray(SRC), jnp.asarray(IDX)).block_until_ready()
+
+
+def test_vmap_out_of_range_fails_the_call() -> None:
+    idxs = np.stack([IDX, bad(IDX, -20)])
+    with runtime_error("holds -20 at position \\(1, 2\\)"):
+        jax.jit(jax.vmap(lambda i: gather(jnp.asarray(X), i)))(jnp.asarray(idxs)).block_until_ready()
+
+
+def test_checkify_wrapped_call_raises_the_same_error() -> None:
+    """The check is a callback, not a checkify.check: a checkified function raises from the call too."""
+    f = checkify.checkify(jax.jit(gather))
+    err, out = f(jnp.asarray(X), jnp.asarray(IDX))
+    assert err.get() is None
+    same(out, gather(X, IDX.astype(np.intp)))
+    with runtime_error("holds 9 at position \\(1, 2\\)"):
+        f(jnp.asarray(X), jnp.asarray(bad(IDX)))
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+def test_unchecked_call_under_checkify_index_checks(op: str) -> None:
+    """check_bounds=False under checkify.checkify(errors=checkify.index_checks): jax's own check of the
+    gather or scatter reports the value in the Error it returns (negative values are counted from the
+    end before it)."""
+    fn = gather if op == "gather" else scatter
+    f = checkify.checkify(jax.jit(lambda x, i: fn(x, i, check_bounds=False)), errors=checkify.index_checks)
+    x = jnp.asarray(X if op == "gather" else SRC)
+    assert f(x, jnp.asarray(IDX))[0].get() is None
+    err, _ = f(x, jnp.asarray(bad(IDX)))
+    assert "index 9 is out of bounds for axis 1 with size 8" in err.get()
+    with pytest.raises(checkify.JaxRuntimeError, match="index 9 is out of bounds"):
+        err.throw()
+
+
+def test_unchecked_out_of_range_has_jaxs_semantics() -> None:
+    """check_bounds=False: a gather fills (NaN for floats, the least value for signed ints), a scatter
+    drops the update; negative values count from the end, as jax's own indexing does."""
+    for jit in (False, True):
+        g = jax.jit(lambda x, i: gather(x, i, check_bounds=False)) if jit else \
+            (lambda x, i: gather(x, i, check_bounds=False))
+        out = np.asarray(g(jnp.asarray(X), jnp.asarray(bad(IDX))))
+        assert np.isnan(out[1, 2]).all()
+        np.testing.assert_array_equal(np.delete(out.reshape(20, 3), 7, 0),
+                                      np.delete(gather(X, bad(IDX, 0).astype(np.intp)).reshape(20, 3), 7, 0))
+        ints = np.asarray(gather(jnp.asarray(X.astype(np.int32)), jnp.asarray(bad(IDX)), check_bounds=False))
+        assert (ints[1, 2] == np.iinfo(np.int32).min).all()
+        s = jax.jit(lambda s, i: scatter(s, i, check_bounds=False)) if jit else \
+            (lambda s, i: scatter(s, i, check_bounds=False))
+        src = SRC.copy()
+        src[1, 2] = 0  # the dropped update
+        same(s(jnp.asarray(SRC), jnp.asarray(bad(IDX))), scatter(src, bad(IDX, 0).astype(np.intp)))
+
+
+def test_constant_index_inside_jit_is_checked_at_trace_time() -> None:
+    """An index with values (a constant closed over) gets numpy's error when jax traces."""
+    constant = jnp.asarray(bad(IDX))
+    with pytest.raises(rearr.RearrError, match="holds 9 at position"):
+        jax.jit(lambda x: gather(x, constant))(jnp.asarray(X))
+
+
+def test_lax_scan_checks_each_step() -> None:
+    """Inside lax.scan the index of each step is traced: a good one runs, a bad one fails the call."""
+    def step(carry, i):
+        return carry + gather(jnp.asarray(X), i).sum(), None
+
+    idxs = np.stack([IDX, UNIQUE])
+    total, _ = jax.jit(lambda ii: jax.lax.scan(step, 0.0, ii))(jnp.asarray(idxs))
+    np.testing.assert_allclose(float(total), sum(gather(X, i.astype(np.intp)).sum() for i in idxs), rtol=1e-5)
+    with runtime_error("holds 9 at position \\(1, 2\\)"):
+        jax.jit(lambda ii: jax.lax.scan(step, 0.0, ii))(jnp.asarray(np.stack([IDX, bad(IDX)])))[0].block_until_ready()
+
+
+def test_fill_nan_is_one_program() -> None:
+    """fill= is a static argument of the jitted program: a NaN (never equal to itself) finds the program
+    compiled for it instead of compiling again on every call."""
+    from rearr.backends import jax as backend
+
+    assert backend._Static(float("nan")) == backend._Static(float("nan"))
+    assert backend._Static(0) != backend._Static(0.0) and backend._Static(0) != backend._Static(False)
+    out = scatter(jnp.asarray(SRC), jnp.asarray(IDX), "max", fill=float("nan"))
+    same(out, scatter(SRC, IDX.astype(np.intp), "max", fill=float("nan")))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int32", "uint8", "bool"])  # float32: the tests above
+@pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
+@pytest.mark.parametrize("extra", ["plain", "fill", "into"])
+@pytest.mark.parametrize("pattern", ["b k -> b t[idx: b k]", ROWS])
+def test_scatter_dtypes_agree_with_numpy(dtype: str, reduction: str, extra: str, pattern: str) -> None:
+    """Every reduction on every kind of dtype, with fill= and into=: numpy's value and dtype, or the
+    RearrError numpy gives (integer means, a fill the dtype cannot hold). Bools sum with or and
+    multiply with and, as on numpy."""
+    x = (np.arange(8).reshape(2, 4) % 3).astype(dtype)
+    if pattern == ROWS:
+        x = np.repeat(x.reshape(-1, 1)[:6], 2, axis=1)
+        args = {"src": np.array([0, 2, 2, 1, 5]), "dst": np.array([1, 2, 0, 4, 3] if reduction == "set" else
+                                                                 [1, 1, 0, 4, 4])}
+    else:
+        args = {"idx": np.array([[0, 2, 1, -1], [1, 2, 3, 0]] if reduction == "set" else [[0, 2, 2, -1], [1, 1, 3, 0]]),
+                "t": 5}
+    kw = {"plain": {}, "fill": {"fill": 2}}.get(extra)
+    if kw is None:
+        kw = {"into": np.ones(rearr.scatter(x, pattern, "sum", **args).shape, dtype)}
+    try:
+        want = rearr.scatter(x, pattern, reduction, **args, **kw)
+    except rearr.RearrError as e:
+        with pytest.raises(rearr.RearrError) as got:
+            rearr.scatter(jnp.asarray(x), pattern, reduction, **_jax(args), **_jax(kw))
+        assert got.value.code == e.code
+        return
+    got = rearr.scatter(jnp.asarray(x), pattern, reduction, **_jax(args), **_jax(kw))
+    assert np.asarray(got).dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def _jax(kwargs: dict) -> dict:
+    return {k: jnp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+
+
+# jax without x64 holds 32-bit numbers: the cases are drawn in dtypes that convert without a change.
+_DTYPES = ("float32", "int32", "bool")
+
+
+def _as_jax(a):
+    return jnp.asarray(a.astype(np.int32) if a.dtype.kind in "iu" and a.ndim and a.dtype.itemsize == 8 else a)
+
+
+def _run(case: Case, lib):
+    x = [lib(t) for t in case.x] if case.as_list else lib(case.x)
+    kw = {k: lib(v) if isinstance(v, np.ndarray) else v for k, v in case.ref_kwargs().items()}
+    try:
+        if case.op == "scatter":
+            return rearr.scatter(x, case.pattern, case.reduction, **kw)
+        return rearr.rearrange(x, case.pattern, **kw)
+    except rearr.RearrError as e:
+        return e
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(gather_cases(dtypes=_DTYPES), scatter_cases(dtypes=("float32", "int32"))))
+def test_random_gathers_and_scatters_agree_with_numpy(case: Case) -> None:
+    """The property tests' random gather and scatter calls (negative, duplicate and out-of-range values,
+    fill=, into=, lists): jax gives numpy's value and dtype, or a RearrError of the same code."""
+    want, got = _run(case, np.asarray), _run(case, _as_jax)
+    if isinstance(want, rearr.RearrError):
+        assert isinstance(got, rearr.RearrError) and got.code == want.code, (case.describe(), got)
+        return
+    assert not isinstance(got, Exception), (case.describe(), got)
+    assert np.asarray(got).dtype == want.dtype.name.replace("64", "32") or np.asarray(got).dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5, err_msg=case.describe())
+
+
+def test_a_gather_along_an_axis_keeps_the_index_at_its_own_shape() -> None:
+    """The index of `b t[idx: b k] c -> b k c` reaches XLA's gather as (b, k, 1), not broadcast to
+    (b, k, c): XLA then moves rows of c, not one element at a time."""
+    from rearr.planning import planner
+    from rearr.rules import recipe
+
+    r = recipe.analyze(GATHER, "rearrange", None, ("idx",))
+    assert [type(s).__name__ for s in planner.plan(r, X.shape, (), (("idx", IDX.shape),)).steps] == ["GatherAlong"]
+    jaxpr = jax.make_jaxpr(lambda x, i: gather(x, i, check_bounds=False))(jnp.asarray(X), jnp.asarray(IDX))
+    shapes = [tuple(e.invars[1].aval.shape) for e in _equations(jaxpr.jaxpr) if e.primitive.name == "gather"]
+    assert shapes and all(3 not in s for s in shapes), shapes  # c = 3: no index axis of its length
+
+
+def _equations(jaxpr):
+    for e in jaxpr.eqns:
+        yield e
+        for sub in jax.extend.core.jaxprs_in_params(e.params):
+            yield from _equations(sub)
