@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import ast
 import errno
+import io
 import os
 import re
 import stat
 import sys
+import tokenize
 import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
@@ -135,14 +137,23 @@ class Problem:
         return f"{self.message} (fix: {self.hint})" if self.hint else self.message
 
 
+@dataclass
+class Tally:
+    """What a run looked at: the summary line's figures."""
+
+    patterns: int = 0  # calls whose pattern is a literal
+
+
 def check_source(
-    source: str, path: str = "<string>", *, einops: bool = False, notes: list[str] | None = None
+    source: str, path: str = "<string>", *, einops: bool = False, notes: list[str] | None = None,
+    tally: Tally | None = None,
 ) -> list[Problem]:
-    """Every problem in one file's source, in source order.
+    """Every problem in one file's source, in source order, less those that a `# noqa` silences.
 
     A file that Python cannot parse is a problem only when it names a checked package (it may
     hold patterns that went unchecked); otherwise it is one line in ``notes``, when given.
     """
+    tally = tally if tally is not None else Tally()
     packages = ["rearr", "einops"] if einops else ["rearr"]
     try:
         with warnings.catch_warnings():
@@ -159,14 +170,45 @@ def check_source(
     lines: list[str] | None = None
     problems = []
     for call, sig in _calls(tree, source, packages):
-        found = _check_call(call, sig)
+        literal, found = _check_call(call, sig)
+        tally.patterns += literal
         if found is not None:
             lines = lines if lines is not None else _NEWLINE.split(source)
-            problems.append(_problem(path, lines, *found))
-    return sorted(problems, key=lambda p: (p.line, p.col))
+            problem = _problem(path, lines, *found)
+            problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
+    if problems:
+        silenced = noqa_comments(source)
+        problems = [(p, where) for p, where in problems if not _silenced(p.code, where, silenced)]
+    return sorted((p for p, _ in problems), key=lambda p: (p.line, p.col))
 
 
-def check_file(path: str, *, einops: bool = False, notes: list[str] | None = None) -> list[Problem]:
+# `# noqa` and `# noqa: RA200, RA301` (codes separated by commas or blanks), anywhere in a comment, as ruff reads them.
+_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+def noqa_comments(source: str) -> dict[int, frozenset[str] | None]:
+    """The lines (1-based) with a noqa comment: the codes it names, or None for a bare `# noqa` (all).
+
+    Comments are found by the tokenizer, so a '#' inside a string is not one.
+    """
+    found: dict[int, frozenset[str] | None] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT and (m := _NOQA.search(token.string)):
+                codes = m["codes"]
+                found[token.start[0]] = None if codes is None else frozenset(re.split(r"[,\s]+", codes.upper()))
+    except (tokenize.TokenError, SyntaxError):  # ast parsed it; the comments seen so far stand
+        pass
+    return found
+
+
+def _silenced(code: str, lines: set[int], noqa: dict[int, frozenset[str] | None]) -> bool:
+    """Whether a noqa on the reported line, or on the first or last line of its call, names the code (or all)."""
+    return any(line in noqa and (noqa[line] is None or code in noqa[line]) for line in lines)  # type: ignore[operator]
+
+
+def check_file(path: str, *, einops: bool = False, notes: list[str] | None = None,
+               tally: Tally | None = None) -> list[Problem]:
     """`check_source` on a file; a file that cannot be read or decoded is one RA002 problem.
 
     Only regular files are read (a FIFO would block, a device may never end), and at most MAX_BYTES.
@@ -184,7 +226,7 @@ def check_file(path: str, *, einops: bool = False, notes: list[str] | None = Non
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1  # in bytes: the line is not text
         message = f"the file is not UTF-8 (byte 0x{data[e.start]:02x})"
         return [Problem(path, line, col, line, col + 1, "RA002", message, "save the file as UTF-8")]
-    return check_source(source.removeprefix("\ufeff"), path, einops=einops, notes=notes)
+    return check_source(source.removeprefix("\ufeff"), path, einops=einops, notes=notes, tally=tally)
 
 
 class _NotRead(Exception):
@@ -391,20 +433,20 @@ def _bindings(imports: list[ast.Import | ast.ImportFrom], packages: list[str]) -
 Found = tuple[ast.Constant, RearrError, "ast.expr | None"]
 
 
-def _check_call(call: ast.Call, sig: Signature) -> Found | None:
-    """What is wrong with one call whose pattern is a literal, if anything."""
+def _check_call(call: ast.Call, sig: Signature) -> tuple[bool, Found | None]:
+    """Whether the call's pattern is a literal, and what is wrong with the call then, if anything."""
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     open_kwargs = len(keywords) < len(call.keywords)
     pattern = _argument(call, keywords, "pattern", sig.pattern_at)
     if not isinstance(pattern, ast.Constant) or not isinstance(pattern.value, str):
-        return None  # not a literal (an f-string is a JoinedStr): nothing to check without running
+        return False, None  # not a literal (an f-string is a JoinedStr): nothing to check without running
     if sig.op in ("einmix", "einops-einmix"):
         weight = _argument(call, keywords, "weight_shape", 1)
         bias = _argument(call, keywords, "bias_shape", 2)
-        return _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
-                             groups=sig.op == "einmix")
+        return True, _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
+                                   groups=sig.op == "einmix")
     reduction = None if sig.reduction_at is None else _argument(call, keywords, "reduction", sig.reduction_at)
-    return _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
+    return True, _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
 
 
 def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_node: ast.expr | None,
