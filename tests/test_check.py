@@ -109,8 +109,9 @@ def test_json_objects_have_exactly_the_documented_keys():
     first = problems[0]
     assert first == {
         "path": "tests/fixtures/check/bad/forms.py", "line": 8, "col": 23, "end_line": 8, "end_col": 24,
-        "code": "RA200", "message": "axis 'c' appears only on the input side of rearrange",
-        "hint": "use rearr.reduce to aggregate it, or add it to the output", "pattern": "b c -> b d",
+        "code": "RA200", "message": "axis 'c' appears only on the input side and 'd' only on the output side of "
+        "rearrange", "hint": "if the output's 'd' is the input's 'c', rename 'd' to 'c': 'b c -> b c'",
+        "pattern": "b c -> b d",
     }
 
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-from ..errors import RearrError
+from ..errors import RearrError, nearest
 
 # (framework module that must already be imported, rearr backend module)
 _SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch"),
@@ -102,7 +102,9 @@ def code_templates(name: str) -> dict:
     modules = _by_name()
     module = modules.get(name) or next((m for framework, m in _SPECS if framework == name), None)
     if module is None:
-        raise RearrError(f"unknown backend {name!r}", code="RA500", hint=f"one of {', '.join(modules)}")
+        guess = nearest(str(name), modules)
+        raise RearrError(f"unknown backend {name!r}", code="RA500",
+                         hint=(f"use {guess!r}; the backends are " if guess else "one of ") + ", ".join(modules))
     templates = getattr(importlib.import_module(module), "CODE", None)
     if templates is None:
         raise RearrError(f"the {name} backend has no code templates to explain with", code="RA500",

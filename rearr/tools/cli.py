@@ -24,6 +24,7 @@ from urllib.parse import quote
 from ..errors import CODES, RearrError
 from . import config, ignore, lint
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..errors import RearrError
 from ..rules.layer_recipe import layer_error, validate_einmix
-from ..rules.recipe import UNKNOWN, analyze, einsum_operand_count, operation, validate
+from ..rules.recipe import UNKNOWN, analyze, einsum_operand_count, operation, swapped_arguments, validate
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ MODULES: dict[str, dict[str, Signature]] = {
     **{f"einops.layers.{fw}": _EINOPS_LAYERS for fw in ("torch", "tensorflow", "keras", "paddle", "oneflow")},
     "einops.layers.flax": _FLAX_LAYERS,
 }
+
+# The functions that say so when the pattern comes where the tensor goes (recipe.swapped_arguments).
+_TENSOR_FIRST = ("rearrange", "reduce", "repeat", "scatter")
 
 # Codes of files that could not be checked at all (as opposed to patterns found wrong).
 UNCHECKED = ("RA001", "RA002", "RA003")
@@ -182,7 +185,7 @@ def check_source(
     return sorted((p for p, _ in problems), key=lambda p: (p.line, p.col))
 
 
-# `# noqa` and `# noqa: RA200, RA301` (codes separated by commas or blanks), anywhere in a comment, as ruff reads them.
+# A noqa comment, bare or with ":" and codes (separated by commas or blanks), anywhere in a comment, as ruff reads it.
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
@@ -438,7 +441,11 @@ def _check_call(call: ast.Call, sig: Signature) -> tuple[bool, Found | None]:
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     open_kwargs = len(keywords) < len(call.keywords)
     pattern = _argument(call, keywords, "pattern", sig.pattern_at)
-    if not isinstance(pattern, ast.Constant) or not isinstance(pattern.value, str):
+    if sig.op in _TENSOR_FIRST and _is_str(_positional(call.args, 0)) and pattern is not None and not _is_str(pattern):
+        first = call.args[0]
+        assert isinstance(first, ast.Constant)
+        return True, (first, swapped_arguments(sig.op, first.value), None)  # rearrange('b c -> c b', x)
+    if not _is_str(pattern):
         return False, None  # not a literal (an f-string is a JoinedStr): nothing to check without running
     if sig.op in ("einmix", "einops-einmix"):
         weight = _argument(call, keywords, "weight_shape", 1)
@@ -470,6 +477,10 @@ def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_n
         return None
     at_reduction = err.code == "RA400" and isinstance(reduction_node, ast.Constant)
     return pattern, err, reduction_node if at_reduction else None
+
+
+def _is_str(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _argument(call: ast.Call, keywords: dict[str, ast.expr], name: str, at: int) -> ast.expr | None:
