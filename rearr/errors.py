@@ -133,15 +133,16 @@ ALIASES = {"avg": "mean", "average": "mean", "add": "sum", "maximum": "max", "am
            "amin": "min", "product": "prod", "mul": "prod", "multiply": "prod", "assign": "set", "replace": "set"}
 
 
-def nearest(name: str, choices: Iterable[str]) -> str | None:
+def nearest(name: str, choices: Iterable[str], limit: int | None = None) -> str | None:
     """The choice that a misspelt ``name`` most likely meant: its alias, the same name in another case,
     or the closest by edit distance (a swap of two neighbours counts one) when that is at most a third
-    of the name's length (at least 1) and leaves a letter in place; None when nothing is that close."""
+    of the name's length (at least 1), or ``limit``, and leaves a letter in place; None when nothing is
+    that close."""
     choices = list(dict.fromkeys(choices))
     for candidate in (ALIASES.get(name.lower()), name.lower()):
         if candidate in choices:
             return candidate
-    limit = max(1, len(name) // 3)
+    limit = max(1, len(name) // 3) if limit is None else limit
     scored = sorted((_distance(name, c), i, c) for i, c in enumerate(choices))
     # 'd' is one edit from 'b', yet nothing alike: an edit must leave some letter in place.
     close = [c for d, _, c in scored if d <= limit and d < max(len(name), len(c))]

@@ -385,7 +385,10 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         _one_side(text, only_in, cols, "input", "repeat", "use rearr.reduce to remove an axis")
         missing = [a for a in only_out if a not in length_names and a not in anon]
         if missing:
+            axes = set(_axis_names(ins)) | set(_axis_names(outs))
+            given = nearest(missing[0], [n for n in length_names if n not in axes and n not in index_names])
             raise _err(text, "RA301", f"the new axis {missing[0]!r} has no length", cols.get(missing[0]),
+                       f"rename {given}= to {missing[0]}=" if given else
                        f"pass its length as a keyword, e.g. {missing[0]}=3")
     elif op == "scatter":
         _one_side(text, only_out, cols, "output", "scatter", "an output axis must come from the input or an index")
@@ -533,7 +536,8 @@ def _check_reduction(text: str, op: str, reduction: Reduction) -> None:
         choices = SCATTER_REDUCTIONS
     else:
         return
-    guess = nearest(reduction, choices) if isinstance(reduction, str) else None
+    # One edit at most: a guess two edits away ('median' -> 'mean') would compute something else.
+    guess = nearest(reduction, choices, limit=1) if isinstance(reduction, str) else None
     callable_too = " or a callable f(x, axes)" if op == "reduce" else ""
     hint = (f"use {guess!r} (the reductions are {', '.join(choices)}{callable_too})" if guess
             else f"use one of {', '.join(choices)}{callable_too}")
