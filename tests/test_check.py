@@ -471,7 +471,10 @@ def _imports(module: str) -> tuple[set[str], set[str]]:
 def test_lint_imports_only_the_standard_library_and_the_recipe_stage():
     # rearr.rules.layer_recipe holds the layers' constructor rules so that lint need not import rearr.layers (torch)
     ours, absolute = _imports("tools/lint")
-    assert ours == {"errors", "rules.recipe", "rules.layer_recipe"}
+    assert ours == {"errors", "rules.recipe", "rules.layer_recipe", "flow"}
+    flow_ours, flow_absolute = _imports("tools/flow")  # the shape flow, which lint runs
+    assert flow_ours == {"errors", "rules.recipe"} and flow_absolute <= {"__future__", "ast", "collections.abc",
+                                                                         "dataclasses"}
     assert absolute <= {"__future__", "ast", "errno", "io", "os", "re", "stat", "sys", "tokenize", "warnings",
                         "bisect", "collections.abc", "dataclasses"}
     ours, absolute = _imports("rules/layer_recipe")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ..errors import RearrError
 from ..rules.layer_recipe import layer_error, validate_einmix
 from ..rules.recipe import UNKNOWN, analyze, einsum_operand_count, operation, swapped_arguments, validate
+from . import flow
 
 
 @dataclass(frozen=True)
@@ -172,12 +173,21 @@ def check_source(
         return []
     lines: list[str] | None = None
     problems = []
+    followed: flow.Calls = {}
     for call, sig in _calls(tree, source, packages):
         literal, found = _check_call(call, sig)
         tally.patterns += literal
+        if found is None and literal and sig.op in flow.FOLLOWED and sig.layer is None:
+            pattern = _argument(call, {k.arg: k.value for k in call.keywords if k.arg}, "pattern", sig.pattern_at)
+            followed[call] = (sig.op, pattern.value)  # type: ignore[union-attr]
         if found is not None:
             lines = lines if lines is not None else _NEWLINE.split(source)
             problem = _problem(path, lines, *found)
+            problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
+    if len(followed) > 1:  # one call has nothing to follow
+        for call, literal_node, err in flow.check_functions(tree, followed):
+            lines = lines if lines is not None else _NEWLINE.split(source)
+            problem = _problem(path, lines, literal_node, err, None)
             problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
     if problems:
         silenced = noqa_comments(source)
