@@ -30,7 +30,7 @@ import warnings
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from rearr import lint  # noqa: E402
+from rearr.tools import lint  # noqa: E402
 
 
 def torch_sources() -> list[tuple[str, str]]:
