@@ -101,3 +101,47 @@ def test_einops_calls_with_the_flag():
 def test_noqa_and_selection_apply(tmp_path):
     body = 'y = rearr.rearrange(x, "b c h -> b (c h)")\nrearr.rearrange(y, "b c h -> b h c")  # noqa: RA304\n'
     assert findings(body) == []
+
+
+# --- layers chained in nn.Sequential ----------------------------------------------------------
+
+SEQ_HEAD = "import torch\nfrom torch import nn\nfrom rearr.layers import Rearrange, Reduce, Repeat\n"
+
+
+@pytest.mark.parametrize("model, found", [
+    ('nn.Sequential(Rearrange("b c h w -> b (c h w)"), Reduce("b c h -> b c", "mean"))', ["RA304"]),
+    ('torch.nn.Sequential(Reduce("b c h w -> b c", "max"), Rearrange("b c h -> b h c"))', ["RA304"]),
+    ('nn.Sequential(Repeat("b c -> b c r", r=2), Rearrange("b c -> c b"))', ["RA304"]),
+    # matching, or something between them, or a '...' side
+    ('nn.Sequential(Reduce("b c h w -> b c h", "max"), Rearrange("b c h -> b h c"))', []),
+    ('nn.Sequential(Rearrange("b c h w -> b (c h w)"), nn.Unflatten(1, (3, 4, 5)), Rearrange("b c h w -> b h w c"))',
+     []),
+    ('nn.Sequential(Rearrange("b ... -> b (...)"), Rearrange("b c h -> b h c"))', []),
+    # flax's and keras' Sequential take a list; another Sequential is not torch's
+    ('nn.Sequential([Rearrange("b c h w -> b (c h w)"), Rearrange("b c h w -> b h w c")])', []),
+    ('Sequential(Rearrange("b c h w -> b (c h w)"), Rearrange("b c h w -> b h w c"))', []),
+])
+def test_sequential_layers_must_chain(model, found):
+    assert [p.code for p in lint.check_source(f"{SEQ_HEAD}model = {model}\n")] == found
+
+
+def test_the_sequential_finding_is_what_the_model_raises():
+    pytest.importorskip("torch")
+    import torch
+
+    from rearr.layers import Rearrange, Reduce
+
+    model = torch.nn.Sequential(Rearrange("b c h w -> b (c h w)"), Reduce("b c h -> b c", "mean"))  # noqa: RA304
+    with pytest.raises(RearrError) as info:
+        model(torch.zeros(2, 3, 4, 5))
+    (problem,) = lint.check_source(
+        f'{SEQ_HEAD}model = nn.Sequential(Rearrange("b c h w -> b (c h w)"), Reduce("b c h -> b c", "mean"))\n')
+    assert problem.code == info.value.code == "RA304"
+    assert "line 4" in problem.message and problem.line == 4
+
+
+def test_einops_layers_chain_with_the_flag():
+    source = ("from torch import nn\nfrom einops.layers.torch import Rearrange\n"
+              'm = nn.Sequential(Rearrange("b c h w -> b (c h w)"), Rearrange("b c h w -> b h w c"))\n')
+    assert lint.check_source(source) == []
+    assert [p.code for p in lint.check_source(source, einops=True)] == ["RA304"]

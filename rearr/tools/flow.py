@@ -125,11 +125,13 @@ def _mismatch(call: ast.Call, op: str, pattern: str, known: dict[str, Known]
     return call, literal, err
 
 
-def _sides(call: ast.Call, op: str, pattern: str) -> tuple[int | None, int | None] | None:
+def _sides(call: ast.Call, op: str, pattern: str, layer: bool = False) -> tuple[int | None, int | None] | None:
     """The ranks of the pattern's input and output sides (None: not certain, with '...')."""
     if "[" in pattern:
         return None
-    given = call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "reduction"), None)
+    at = 1 if layer else 2  # a layer takes no tensor: its reduction comes right after the pattern
+    given = call.args[at] if len(call.args) > at else next((k.value for k in call.keywords if k.arg == "reduction"),
+                                                           None)
     reduction = given.value if isinstance(given, ast.Constant) else "sum" if op == "reduce" else None
     lengths = tuple(sorted(k.arg for k in call.keywords if k.arg not in (None, "pattern", "reduction", "check_bounds")))
     try:
@@ -138,3 +140,39 @@ def _sides(call: ast.Call, op: str, pattern: str) -> tuple[int | None, int | Non
         return None
     return tuple(None if any(ELLIPSIS in d.names for d in dims) else len(dims)  # type: ignore[return-value]
                  for dims in (recipe.inputs[0], recipe.outputs[0]))
+
+
+def check_sequential(tree: ast.Module, layers: Calls) -> Iterator[tuple[ast.Call, ast.Constant, RearrError]]:
+    """RA304 for each layer of ``nn.Sequential(a, b, ...)`` (torch's, which feeds each layer's output to
+    the next) whose input rank cannot be its neighbour's output rank; both layers are among ``layers``."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _torch_sequential(node.func)):
+            continue
+        for before, after in zip(node.args, node.args[1:]):
+            if before in layers and after in layers:  # type: ignore[comparison-overlap]
+                found = _chain(before, after, layers)  # type: ignore[arg-type]
+                if found is not None:
+                    yield found
+
+
+def _torch_sequential(func: ast.expr) -> bool:
+    """``nn.Sequential`` or ``torch.nn.Sequential`` (flax's and keras' take a list, and are not followed)."""
+    return (isinstance(func, ast.Attribute) and func.attr == "Sequential" and
+            (isinstance(func.value, ast.Name) and func.value.id == "nn" or
+             isinstance(func.value, ast.Attribute) and func.value.attr == "nn" and
+             isinstance(func.value.value, ast.Name) and func.value.value.id == "torch"))
+
+
+def _chain(before: ast.Call, after: ast.Call, layers: Calls) -> tuple[ast.Call, ast.Constant, RearrError] | None:
+    first, second = _sides(before, *layers[before], layer=True), _sides(after, *layers[after], layer=True)
+    if first is None or second is None or first[1] is None or second[0] is None or first[1] == second[0]:
+        return None
+    literal = after.args[0] if after.args else next(k.value for k in after.keywords if k.arg == "pattern")
+    assert isinstance(literal, ast.Constant)
+    made, wanted = layers[before][1].partition("->")[2].strip(), layers[after][1].partition("->")[0].strip()
+    err = RearrError(
+        f"the layer before (line {before.lineno}) makes {first[1]} dimensions ('{made}'), and this layer's "
+        f"input side '{wanted}' has {second[0]}", code="RA304", pattern=layers[after][1],
+        hint=f"give the input side the {first[1]} dimensions that the layer before makes ('{made}'), "
+             f"or change that layer's output side")
+    return after, literal, err

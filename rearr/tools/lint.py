@@ -173,22 +173,24 @@ def check_source(
         return []
     lines: list[str] | None = None
     problems = []
-    followed: flow.Calls = {}
+    followed: flow.Calls = {}  # function calls
+    layers: flow.Calls = {}  # layer constructors
     for call, sig in _calls(tree, source, packages):
         literal, found = _check_call(call, sig)
         tally.patterns += literal
-        if found is None and literal and sig.op in flow.FOLLOWED and sig.layer is None:
+        if found is None and literal and sig.op in flow.FOLLOWED and sig.sizes_at is None:
             pattern = _argument(call, {k.arg: k.value for k in call.keywords if k.arg}, "pattern", sig.pattern_at)
-            followed[call] = (sig.op, pattern.value)  # type: ignore[union-attr]
+            (layers if sig.pattern_at == 0 else followed)[call] = (sig.op, pattern.value)  # type: ignore[union-attr]
         if found is not None:
             lines = lines if lines is not None else _NEWLINE.split(source)
             problem = _problem(path, lines, *found)
             problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
-    if len(followed) > 1:  # one call has nothing to follow
-        for call, literal_node, err in flow.check_functions(tree, followed):
-            lines = lines if lines is not None else _NEWLINE.split(source)
-            problem = _problem(path, lines, literal_node, err, None)
-            problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
+    chained = flow.check_sequential(tree, layers) if len(layers) > 1 else iter(())
+    functions = flow.check_functions(tree, followed) if len(followed) > 1 else iter(())  # one call: nothing to follow
+    for call, literal_node, err in [*functions, *chained]:
+        lines = lines if lines is not None else _NEWLINE.split(source)
+        problem = _problem(path, lines, literal_node, err, None)
+        problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
     if problems:
         silenced = noqa_comments(source)
         problems = [(p, where) for p, where in problems if not _silenced(p.code, where, silenced)]
