@@ -23,8 +23,10 @@ def call(op: str, pattern: str, reduction: str | None, lengths: dict, shape: tup
     return getattr(rearr, op)(*args, **lengths)
 
 
-def source(op: str, pattern: str, reduction: str | None, lengths: dict) -> str:
-    parts = ["x", repr(pattern)] + ([] if reduction is None else [repr(reduction)])
+def source(op: str, pattern: str, reduction: str | None, lengths: dict, tensors: int = 0) -> str:
+    """The call as source; an einsum's ``tensors`` come before its pattern."""
+    parts = [f"t{i}" for i in range(tensors)] or ["x"]
+    parts += [repr(pattern)] + ([] if reduction is None else [repr(reduction)])
     parts += [f"{k}={'idx' if isinstance(v, np.ndarray) else v!r}" for k, v in lengths.items()]
     return f"import rearr\nrearr.{op}({', '.join(parts)})\n"
 
@@ -92,10 +94,10 @@ def test_the_hint_works_when_applied(op, pattern, reduction, lengths, shape, say
     fixed = apply(e.hint, pattern, reduction, lengths)
     _run(op, *fixed, shape)  # succeeds
     # rearr check says the same, and nothing about the fixed call.
-    if op != "einsum":
-        (found,) = lint.check_source(source(op, pattern, reduction, lengths))
-        assert (found.code, found.message, found.hint) == (e.code, e.message, e.hint)
-        assert lint.check_source(source(op, *fixed)) == []
+    tensors = len(shape) if op == "einsum" else 0
+    (found,) = lint.check_source(source(op, pattern, reduction, lengths, tensors))
+    assert (found.code, found.message, found.hint) == (e.code, e.message, e.hint)
+    assert lint.check_source(source(op, *fixed, tensors)) == []
 
 
 def test_a_renamed_axis_names_both_sides():
