@@ -262,6 +262,8 @@ def _raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwarg
     """What a failed call raises: a RearrError with the call's pattern, shape and op filled in; the
     RearrError that says why torch refused a sparse or nested tensor (policy.refuse_unusual); or, by
     returning, e itself for the caller to re-raise unchanged."""
+    if isinstance(tensor, str) and not isinstance(pattern, str):  # rearrange('b c -> c b', x)
+        raise recipe.swapped_arguments(op, tensor) from None
     if isinstance(e, RearrError):
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None

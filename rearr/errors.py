@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 # Every user mistake has a stable code, so CI logs and `rearr check` output can
 # be grepped and documented (docs/check.md lists them).
@@ -126,3 +126,36 @@ def _fmt_shape(shape: object) -> str:
     if isinstance(shape, Sequence) and shape and all(isinstance(s, tuple) for s in shape):
         return ", ".join(str(tuple(s)) for s in shape)
     return str(tuple(shape)) if isinstance(shape, Sequence) else str(shape)
+
+
+# Names that mean another one elsewhere (numpy's, einops' older spellings): what a reader most likely meant.
+ALIASES = {"avg": "mean", "average": "mean", "add": "sum", "maximum": "max", "amax": "max", "minimum": "min",
+           "amin": "min", "product": "prod", "mul": "prod", "multiply": "prod", "assign": "set", "replace": "set"}
+
+
+def nearest(name: str, choices: Iterable[str], limit: int | None = None) -> str | None:
+    """The choice that a misspelt ``name`` most likely meant: its alias, the same name in another case,
+    or the closest by edit distance (a swap of two neighbours counts one) when that is at most a third
+    of the name's length (at least 1), or ``limit``, and leaves a letter in place; None when nothing is
+    that close."""
+    choices = list(dict.fromkeys(choices))
+    for candidate in (ALIASES.get(name.lower()), name.lower()):
+        if candidate in choices:
+            return candidate
+    limit = max(1, len(name) // 3) if limit is None else limit
+    scored = sorted((_distance(name, c), i, c) for i, c in enumerate(choices))
+    # 'd' is one edit from 'b', yet nothing alike: an edit must leave some letter in place.
+    close = [c for d, _, c in scored if d <= limit and d < max(len(name), len(c))]
+    return close[0] if close else None
+
+
+def _distance(a: str, b: str) -> int:
+    """Edit distance with transpositions (optimal string alignment)."""
+    previous, row = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        before, previous, row = previous, row, [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], before[j - 2] + 1)
+    return row[-1]

@@ -37,6 +37,17 @@ def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
                           text=True, encoding="utf-8", timeout=120)
 
 
+SUMMARY = re.compile(r"^(Found [\d,]+ problems? in [\d,]+ files?|All checks passed|No problem found) "
+                     r"\([\d,]+ files?, [\d,]+ patterns? checked\)\.( [\d,]+ paths? could not be read\.)?$")
+
+
+def findings(proc: subprocess.CompletedProcess) -> list[str]:
+    """The text output's findings: its lines but the summary line, which ends it."""
+    lines = proc.stdout.splitlines()
+    assert lines and SUMMARY.match(lines[-1]), proc.stdout
+    return lines[:-1]
+
+
 def expected(einops: bool) -> set[tuple[str, int, int, str]]:
     """(path, line, col, code) of every finding that the fixtures' comments announce."""
     marker = re.compile(r"# (expect|expect-einops): ((?:RA\d{3}@[\d:]+ ?)+)")
@@ -87,7 +98,7 @@ def test_fixture_findings_are_exactly_the_marked_ones(einops):
 
 @pytest.mark.parametrize("einops", [False, True])
 def test_good_files_are_clean(einops):
-    proc = run("check", "tests/fixtures/check/good", *(["--einops"] if einops else []))
+    proc = run("check", "--quiet", "tests/fixtures/check/good", *(["--einops"] if einops else []))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
 
@@ -98,15 +109,16 @@ def test_json_objects_have_exactly_the_documented_keys():
     first = problems[0]
     assert first == {
         "path": "tests/fixtures/check/bad/forms.py", "line": 8, "col": 23, "end_line": 8, "end_col": 24,
-        "code": "RA200", "message": "axis 'c' appears only on the input side of rearrange",
-        "hint": "use rearr.reduce to aggregate it, or add it to the output", "pattern": "b c -> b d",
+        "code": "RA200", "message": "axis 'c' appears only on the input side and 'd' only on the output side of "
+        "rearrange", "hint": "if the output's 'd' is the input's 'c', rename 'd' to 'c': 'b c -> b c'",
+        "pattern": "b c -> b d",
     }
 
 
 def test_text_format_says_what_json_says():
     problems, _ = as_json("tests/fixtures/check")
     proc = run("check", "tests/fixtures/check")
-    lines = proc.stdout.splitlines()
+    lines = findings(proc)
     assert proc.returncode == 1 and len(lines) == len(problems)
     for line, p in zip(lines, problems):
         m = TEXT_LINE.match(line)
@@ -229,11 +241,11 @@ def test_folders_are_searched_in_sorted_order_skipping_tool_folders(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(bad)
     proc = run("check", ".", "script", cwd=tmp_path)
-    paths = [TEXT_LINE.match(line)["path"] for line in proc.stdout.splitlines()]
+    paths = [TEXT_LINE.match(line)["path"] for line in findings(proc)]
     assert paths == ["A.py", "a.py", "sub/deeper/b.py", "sub/m.py", "z.py", "script"]
     # Named explicitly, a file in a skipped folder is checked; named twice, it is checked once.
     proc = run("check", "venv/v.py", "venv/v.py", cwd=tmp_path)
-    assert [TEXT_LINE.match(line)["path"] for line in proc.stdout.splitlines()] == ["venv/v.py"]
+    assert [TEXT_LINE.match(line)["path"] for line in findings(proc)] == ["venv/v.py"]
 
 
 def test_default_path_is_the_current_folder(tmp_path):
@@ -459,9 +471,12 @@ def _imports(module: str) -> tuple[set[str], set[str]]:
 def test_lint_imports_only_the_standard_library_and_the_recipe_stage():
     # rearr.rules.layer_recipe holds the layers' constructor rules so that lint need not import rearr.layers (torch)
     ours, absolute = _imports("tools/lint")
-    assert ours == {"errors", "rules.recipe", "rules.layer_recipe", "rules.arguments"}
-    assert absolute <= {"__future__", "ast", "errno", "os", "re", "stat", "sys", "warnings", "bisect",
-                        "collections.abc", "dataclasses"}
+    assert ours == {"errors", "rules.recipe", "rules.layer_recipe", "rules.arguments", "flow"}
+    flow_ours, flow_absolute = _imports("tools/flow")  # the shape flow, which lint runs
+    assert flow_ours == {"errors", "rules.recipe"} and flow_absolute <= {"__future__", "ast", "collections.abc",
+                                                                         "dataclasses"}
+    assert absolute <= {"__future__", "ast", "errno", "io", "os", "re", "stat", "sys", "tokenize", "warnings",
+                        "bisect", "collections.abc", "dataclasses"}
     ours, absolute = _imports("rules/layer_recipe")
     assert ours <= {"syntax", "_record", "errors", "recipe", "arguments"}
     assert absolute <= {"__future__", "math", "numbers", "operator", "collections.abc", "typing"}
@@ -799,7 +814,7 @@ def test_newer_syntax_in_a_file_without_patterns_is_a_note_not_a_failure(tmp_pat
     body, what = newer_syntax()
     (tmp_path / "models.py").write_text(f"import torch\n{body}")
     (tmp_path / "ok.py").write_text("import rearr\nrearr.rearrange(x, 'b c -> c b')\n")
-    proc = run("check", ".", cwd=tmp_path)
+    proc = run("check", "-q", ".", cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, "")
     assert proc.stderr.startswith(f"rearr check: note: models.py:2: not checked (it names no rearr): {what}")
     assert f"{PYTHON} cannot parse the file" in proc.stderr  # which Python parsed it
@@ -903,10 +918,10 @@ def test_an_ascii_stdout_gets_escapes_not_an_error(tmp_path, fmt):
 @posix_only
 def test_a_symlink_loop_is_named_as_such(tmp_path):
     (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
-    proc = run("check", "loop.py", cwd=tmp_path)
+    proc = run("check", "-q", "loop.py", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == "rearr check: loop.py: a symbolic link loop (too many levels of symbolic links)\n"
-    proc = run("check", ".", cwd=tmp_path)  # found in a folder: an RA002 problem like any unreadable file
+    proc = run("check", "-q", ".", cwd=tmp_path)  # found in a folder: an RA002 problem like any unreadable file
     assert proc.returncode == 2
     assert proc.stdout == ("loop.py:1:1: RA002 cannot read the file: a symbolic link loop "
                            "(too many levels of symbolic links)\n")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import RearrError
+from ..errors import RearrError, nearest
 
 if TYPE_CHECKING:
     from .contract import Backend
@@ -115,7 +115,9 @@ def code_templates(name: str) -> dict:
     modules = _by_name()
     module = modules.get(name) or next((m for framework, m in _SPECS if framework == name), None)
     if module is None:
-        raise RearrError(f"unknown backend {name!r}", code="RA500", hint=f"one of {', '.join(modules)}")
+        guess = nearest(str(name), modules)
+        raise RearrError(f"unknown backend {name!r}", code="RA500",
+                         hint=(f"use {guess!r}; the backends are " if guess else "one of ") + ", ".join(modules))
     templates = _backend_of(module).CODE
     if templates is None:
         raise RearrError(f"the {name} backend has no code templates to explain with", code="RA500",

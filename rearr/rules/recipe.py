@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from .._record import Record
-from ..errors import RearrError
+from ..errors import RearrError, nearest
 from ..syntax import ir
 
 ELLIPSIS = "…"  # the elementary-axis name that '...' stands for until shapes are known
@@ -111,7 +111,9 @@ def analyze(text: str, op: str, reduction: Reduction = None, length_names: tuple
     """Check everything about a pattern that needs no shapes; raise RearrError."""
     pattern = parse(text)
     if op not in OPS:
-        raise RearrError(f"unknown operation {op!r}", code="RA100", hint=f"one of {', '.join(OPS)}")
+        guess = nearest(str(op), OPS)
+        raise RearrError(f"unknown operation {op!r}", code="RA100",
+                         hint=(f"use {guess!r}; the operations are " if guess else "one of ") + ", ".join(OPS))
     _check_arrow(pattern, op)
     _check_tokens(pattern, op)
     if op == "einsum":
@@ -165,6 +167,12 @@ def validate(
     except RearrError as e:
         return e
     return None
+
+
+def swapped_arguments(op: str, pattern: str) -> RearrError:
+    """A call that passes the pattern where the tensor goes: ``rearrange('b c -> c b', x)``."""
+    return RearrError(f"{op} was given the pattern first: the tensor comes first, then the pattern", code="RA500",
+                      pattern=pattern, hint=f"swap them: {op}(x, {pattern!r}, ...)", op=op)
 
 
 def index_not_passed(recipe: Recipe, spec: IndexSpec) -> RearrError:
@@ -379,6 +387,8 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     only_in = [a for a in middle if a not in out_set]
     only_out = [a for a in out_axes if a not in middle_set]
     scattered_axes = {a for s in scatters for a in s.axes}
+    new_axes = [a for a in only_out if a not in length_names and a not in anon] if op == "repeat" else only_out
+    _renamed(text, op, reduction, length_names, only_in, new_axes, cols)
     if op == "rearrange":
         _one_side(text, only_in, cols, "input", "rearrange",
                   "use rearr.reduce to aggregate it, or add it to the output")
@@ -390,7 +400,10 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         _one_side(text, only_in, cols, "input", "repeat", "use rearr.reduce to remove an axis")
         missing = [a for a in only_out if a not in length_names and a not in anon]
         if missing:
+            axes = set(_axis_names(ins)) | set(_axis_names(outs))
+            given = nearest(missing[0], [n for n in length_names if n not in axes and n not in index_names])
             raise _err(text, "RA301", f"the new axis {missing[0]!r} has no length", cols.get(missing[0]),
+                       f"rename {given}= to {missing[0]}=" if given else
                        f"pass its length as a keyword, e.g. {missing[0]}=3")
     elif op == "scatter":
         _one_side(text, only_out, cols, "output", "scatter", "an output axis must come from the input or an index")
@@ -404,12 +417,13 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
         if name not in known:
             missing = [s for s in gathers + scatters if s.name not in length_names]
             if missing:  # most likely a misspelt index: name it, where it is
+                guess = nearest(name, [s.name for s in missing])
+                missing = [s for s in missing if s.name == guess] or missing
                 wanted = " or ".join(f"{s.name}=" for s in missing)
                 raise _err(text, "RA300", f"keyword {name}= names no axis or index of the pattern, and index "
                            f"{missing[0].name!r} was not passed", missing[0].col,
                            f"if {name}= is the index, rename it to {wanted}")
-            raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
-                       f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
+            raise _unused_keyword(text, name, known, length_names)
     del both_sides
     _check_inferable(text, ins, set(length_names) | set(anon))
     return Recipe(op, text, reduction, (ins,), (outs,), tuple(anon.items()), gathers, scatters, tuple(cols.items()))
@@ -424,6 +438,47 @@ def _check_inferable(text: str, ins: tuple[Dim, ...], known: set[str]) -> None:
             both = "both " if len(unknown) == 2 else ""
             raise _err(text, "RA301", f"cannot infer {both}{names} from one input dimension",
                        dim.col, f"pass the length of all but one axis of the group, e.g. {unknown[0]}=...")
+
+
+def _unused_keyword(text: str, name: str, known: set[str], given: tuple[str, ...]) -> RearrError:
+    """RA300 for a length keyword that names no axis: the axis it most likely misspells, if one is close."""
+    axes = sorted(known - {ELLIPSIS})
+    guess = nearest(name, [a for a in axes if a not in given]) or nearest(name, axes)
+    hint = (f"rename {name}= to {guess}= (the axes are {', '.join(axes)})" if guess else
+            f"remove {name}=, or check its spelling (axes: {', '.join(axes)})")
+    return _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None, hint)
+
+
+def _renamed(text: str, op: str, reduction: Reduction, length_names: tuple[str, ...], only_in: list[str],
+             only_out: list[str], cols: dict[str, int]) -> None:
+    """Axes on one side only, on both sides: most likely one axis under two names. Name both, and offer
+    the pattern with the output's name replaced by the input's, when that pattern is valid.
+
+    rearrange and repeat pair them in order; reduce and scatter, which drop input axes on purpose,
+    only an output axis with an input axis of a close name."""
+    only_in, only_out = [a for a in only_in if a != ELLIPSIS], [a for a in only_out if a != ELLIPSIS]
+    if op in ("rearrange", "repeat"):
+        pairs = list(zip(only_out, only_in))
+    else:
+        pairs = [(o, guess) for o in only_out if (guess := nearest(o, only_in))]
+    if not pairs:
+        return
+    fixed = text
+    for out, axis in sorted(pairs, key=lambda pair: -cols.get(pair[0], -1)):  # from the right: columns stay
+        at = cols.get(out, -1)
+        fixed = fixed[:at] + axis + fixed[at + len(out):] if text[at : at + len(out)] == out else ""
+    try:
+        analyze(fixed, op, reduction, length_names)
+    except RearrError:
+        fixed = ""
+    (out, axis), more = pairs[0], len(pairs) > 1
+    ins, outs = (", ".join(repr(p[k]) for p in pairs) for k in (1, 0))
+    message = (f"{'axes' if more else 'axis'} {ins} {'appear' if more else 'appears'} only on the input side "
+               f"and {outs} only on the output side of {op}")
+    rename = " and ".join(f"{o!r} to {i!r}" for o, i in pairs)
+    hint = f"if the output's {outs} {'are' if more else 'is'} the input's {ins}, rename {rename}" + (
+        f": '{fixed}'" if fixed else "")
+    raise _err(text, "RA200", message, cols.get(axis), hint)
 
 
 def _one_side(text: str, names: list[str], cols: dict[str, int], side: str, op: str, hint: str) -> None:
@@ -492,11 +547,55 @@ def _check_reduction(text: str, op: str, reduction: Reduction) -> None:
         choices = SCATTER_REDUCTIONS
     else:
         return
-    raise RearrError(f"unknown reduction {reduction!r} for {op}", code="RA400", pattern=text,
-                     hint=f"use one of {', '.join(choices)}" + (" or a callable f(x, axes)" if op == "reduce" else ""))
+    # One edit at most: a guess two edits away ('median' -> 'mean') would compute something else.
+    guess = nearest(reduction, choices, limit=1) if isinstance(reduction, str) else None
+    callable_too = " or a callable f(x, axes)" if op == "reduce" else ""
+    hint = (f"use {guess!r} (the reductions are {', '.join(choices)}{callable_too})" if guess
+            else f"use one of {', '.join(choices)}{callable_too}")
+    raise RearrError(f"unknown reduction {reduction!r} for {op}", code="RA400", pattern=text, hint=hint)
 
 
 def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
+    """An einsum's recipe; a pattern in numpy's letter style ('ij,jk->ik') that fails is told that
+    names are words, with the spaced pattern when that one is valid."""
+    try:
+        return _einsum_words(pattern, length_names)
+    except RearrError as e:
+        spaced = _spaced(pattern)
+        if spaced is None:
+            raise
+        try:
+            analyze(spaced, "einsum", None, length_names)
+        except RearrError:
+            raise e from None
+        raise _err(pattern.text, e.code, f"{e.message}: names are words separated by spaces, so each of "
+                   f"{', '.join(_words(pattern))} is one axis", e.col,
+                   f"write each letter as its own axis: '{spaced}'") from None
+
+
+def _words(pattern: ir.Pattern) -> list[str]:
+    return [repr(d.name) for op in pattern.inputs + (pattern.outputs or ()) for d in op.dims if isinstance(d, ir.Axis)]
+
+
+def _spaced(pattern: ir.Pattern) -> str | None:
+    """'ij,jk->ik' as 'i j, j k -> i k': when every operand is one word of letters (after a '...'), and
+    some word has more than one; None otherwise."""
+    operands = []
+    for operand in pattern.inputs + (pattern.outputs or ()):
+        dims = operand.dims
+        ellipsis = bool(dims) and isinstance(dims[0], ir.Ellipsis)
+        words = dims[1:] if ellipsis else dims
+        if len(words) > 1 or any(not isinstance(d, ir.Axis) or d.index is not None or not d.name.isalpha()
+                                 for d in words):
+            return None
+        operands.append(" ".join((["..."] if ellipsis else []) + [c for d in words for c in d.name]))
+    if all(len(d.name) == 1 for op in pattern.inputs + (pattern.outputs or ()) for d in op.dims
+           if isinstance(d, ir.Axis)):
+        return None
+    return ", ".join(operands[:-1]) + " -> " + operands[-1]
+
+
+def _einsum_words(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
     """Operands of names, '...', groups '(h w)' and unit axes ('1', '()'); groups are lowered by the
     api to reshapes around the backend's einsum, so each group needs its lengths (keywords or other
     operands)."""
@@ -533,8 +632,7 @@ def _einsum_recipe(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe
     known = ins | set(_axis_names(sides[-1]))
     for name in length_names:
         if name not in known or name == ELLIPSIS:
-            raise _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None,
-                       f"remove {name}=, or check its spelling (axes: {', '.join(sorted(known - {ELLIPSIS}))})")
+            raise _unused_keyword(text, name, known, length_names)
     return Recipe("einsum", text, None, tuple(sides[:-1]), (sides[-1],), (), cols=tuple(cols.items()))
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from .. import backends
 from .._record import Record
 from ..backends._code import Names as CodeNames
-from ..errors import RearrError
+from ..errors import RearrError, nearest
 from ..planning import planner
 from ..planning.plan import (
     AdvancedIndex,
@@ -126,8 +126,9 @@ def explain(
 
 def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanation:
     if op not in OPS:
+        guess = nearest(str(op), OPS)
         raise RearrError(f"explain covers {', '.join(OPS)}, not {op!r}", code="RA100",
-                         hint="explain one of those operations")
+                         hint=f"use op={guess!r}" if guess else "explain one of those operations")
     templates = backends.code_templates(backend)  # the RearrError for an unknown backend, or one without them
     if op == "einsum":
         if reduction is not None or show:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import ast
 import errno
+import io
 import os
 import re
 import stat
 import sys
+import tokenize
 import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
@@ -27,7 +29,8 @@ from dataclasses import dataclass
 from ..errors import RearrError
 from ..rules.arguments import check_bounds_error
 from ..rules.layer_recipe import layer_error, validate_einmix
-from ..rules.recipe import UNKNOWN, analyze, einsum_operand_count, operation, validate
+from ..rules.recipe import UNKNOWN, analyze, einsum_operand_count, operation, swapped_arguments, validate
+from . import flow
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ MODULES: dict[str, dict[str, Signature]] = {
     "einops.layers.flax": _FLAX_LAYERS,
 }
 
+# The functions that say so when the pattern comes where the tensor goes (recipe.swapped_arguments).
+_TENSOR_FIRST = ("rearrange", "reduce", "repeat", "scatter")
+
 # Codes of files that could not be checked at all (as opposed to patterns found wrong).
 UNCHECKED = ("RA001", "RA002", "RA003")
 
@@ -136,14 +142,23 @@ class Problem:
         return f"{self.message} (fix: {self.hint})" if self.hint else self.message
 
 
+@dataclass
+class Tally:
+    """What a run looked at: the summary line's figures."""
+
+    patterns: int = 0  # calls whose pattern is a literal
+
+
 def check_source(
-    source: str, path: str = "<string>", *, einops: bool = False, notes: list[str] | None = None
+    source: str, path: str = "<string>", *, einops: bool = False, notes: list[str] | None = None,
+    tally: Tally | None = None,
 ) -> list[Problem]:
-    """Every problem in one file's source, in source order.
+    """Every problem in one file's source, in source order, less those that a `# noqa` silences.
 
     A file that Python cannot parse is a problem only when it names a checked package (it may
     hold patterns that went unchecked); otherwise it is one line in ``notes``, when given.
     """
+    tally = tally if tally is not None else Tally()
     packages = ["rearr", "einops"] if einops else ["rearr"]
     try:
         with warnings.catch_warnings():
@@ -159,15 +174,57 @@ def check_source(
         return []
     lines: list[str] | None = None
     problems = []
+    followed: flow.Calls = {}  # function calls
+    layers: flow.Calls = {}  # layer constructors
     for call, sig in _calls(tree, source, packages):
-        found = _check_call(call, sig)
+        literal, found = _check_call(call, sig)
+        tally.patterns += literal
+        if found is None and literal and sig.op in flow.FOLLOWED and sig.sizes_at is None:
+            pattern = _argument(call, {k.arg: k.value for k in call.keywords if k.arg}, "pattern", sig.pattern_at)
+            (layers if sig.pattern_at == 0 else followed)[call] = (sig.op, pattern.value)  # type: ignore[union-attr]
         if found is not None:
             lines = lines if lines is not None else _NEWLINE.split(source)
-            problems.append(_problem(path, lines, *found))
-    return sorted(problems, key=lambda p: (p.line, p.col))
+            problem = _problem(path, lines, *found)
+            problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
+    chained = flow.check_sequential(tree, layers) if len(layers) > 1 else iter(())
+    functions = flow.check_functions(tree, followed) if len(followed) > 1 else iter(())  # one call: nothing to follow
+    for call, literal_node, err in [*functions, *chained]:
+        lines = lines if lines is not None else _NEWLINE.split(source)
+        problem = _problem(path, lines, literal_node, err, None)
+        problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
+    if problems:
+        silenced = noqa_comments(source)
+        problems = [(p, where) for p, where in problems if not _silenced(p.code, where, silenced)]
+    return sorted((p for p, _ in problems), key=lambda p: (p.line, p.col))
 
 
-def check_file(path: str, *, einops: bool = False, notes: list[str] | None = None) -> list[Problem]:
+# A noqa comment, bare or with ":" and codes (separated by commas or blanks), anywhere in a comment, as ruff reads it.
+_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+def noqa_comments(source: str) -> dict[int, frozenset[str] | None]:
+    """The lines (1-based) with a noqa comment: the codes it names, or None for a bare `# noqa` (all).
+
+    Comments are found by the tokenizer, so a '#' inside a string is not one.
+    """
+    found: dict[int, frozenset[str] | None] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT and (m := _NOQA.search(token.string)):
+                codes = m["codes"]
+                found[token.start[0]] = None if codes is None else frozenset(re.split(r"[,\s]+", codes.upper()))
+    except (tokenize.TokenError, SyntaxError):  # ast parsed it; the comments seen so far stand
+        pass
+    return found
+
+
+def _silenced(code: str, lines: set[int], noqa: dict[int, frozenset[str] | None]) -> bool:
+    """Whether a noqa on the reported line, or on the first or last line of its call, names the code (or all)."""
+    return any(line in noqa and (noqa[line] is None or code in noqa[line]) for line in lines)  # type: ignore[operator]
+
+
+def check_file(path: str, *, einops: bool = False, notes: list[str] | None = None,
+               tally: Tally | None = None) -> list[Problem]:
     """`check_source` on a file; a file that cannot be read or decoded is one RA002 problem.
 
     Only regular files are read (a FIFO would block, a device may never end), and at most MAX_BYTES.
@@ -185,7 +242,7 @@ def check_file(path: str, *, einops: bool = False, notes: list[str] | None = Non
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1  # in bytes: the line is not text
         message = f"the file is not UTF-8 (byte 0x{data[e.start]:02x})"
         return [Problem(path, line, col, line, col + 1, "RA002", message, "save the file as UTF-8")]
-    return check_source(source.removeprefix("\ufeff"), path, einops=einops, notes=notes)
+    return check_source(source.removeprefix("\ufeff"), path, einops=einops, notes=notes, tally=tally)
 
 
 class _NotRead(Exception):
@@ -392,20 +449,24 @@ def _bindings(imports: list[ast.Import | ast.ImportFrom], packages: list[str]) -
 Found = tuple[ast.Constant, RearrError, "ast.expr | None"]
 
 
-def _check_call(call: ast.Call, sig: Signature) -> Found | None:
-    """What is wrong with one call whose pattern is a literal, if anything."""
+def _check_call(call: ast.Call, sig: Signature) -> tuple[bool, Found | None]:
+    """Whether the call's pattern is a literal, and what is wrong with the call then, if anything."""
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     open_kwargs = len(keywords) < len(call.keywords)
     pattern = _argument(call, keywords, "pattern", sig.pattern_at)
-    if not isinstance(pattern, ast.Constant) or not isinstance(pattern.value, str):
-        return None  # not a literal (an f-string is a JoinedStr): nothing to check without running
+    if sig.op in _TENSOR_FIRST and _is_str(_positional(call.args, 0)) and pattern is not None and not _is_str(pattern):
+        first = call.args[0]
+        assert isinstance(first, ast.Constant)
+        return True, (first, swapped_arguments(sig.op, first.value), None)  # rearrange('b c -> c b', x)
+    if not _is_str(pattern):
+        return False, None  # not a literal (an f-string is a JoinedStr): nothing to check without running
     if sig.op in ("einmix", "einops-einmix"):
         weight = _argument(call, keywords, "weight_shape", 1)
         bias = _argument(call, keywords, "bias_shape", 2)
-        return _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
-                             groups=sig.op == "einmix")
+        return True, _check_einmix(pattern, weight, bias, _lengths(call, sig, keywords, open_kwargs),
+                                   groups=sig.op == "einmix")
     reduction = None if sig.reduction_at is None else _argument(call, keywords, "reduction", sig.reduction_at)
-    return _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
+    return True, _check_op(call, sig, pattern, reduction, _lengths(call, sig, keywords, open_kwargs))
 
 
 def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_node: ast.expr | None,
@@ -434,6 +495,10 @@ def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_n
         return None
     at_reduction = err.code == "RA400" and isinstance(reduction_node, ast.Constant)
     return pattern, err, reduction_node if at_reduction else None
+
+
+def _is_str(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _argument(call: ast.Call, keywords: dict[str, ast.expr], name: str, at: int) -> ast.expr | None:

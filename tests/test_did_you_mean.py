@@ -1,0 +1,177 @@
+"""Hints that name what a misspelt or misplaced name most likely meant, and work when applied literally:
+each case fails in the library, its hint is applied as written (the new pattern, keyword or reduction),
+and the call then succeeds; `rearr check` gives the same finding on the source and none on the fixed one."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import rearr
+from rearr.errors import RearrError, nearest
+from rearr.tools import lint
+from rearr.tools.explain import explain
+
+INDEX = np.array([0, 1, 0])
+
+
+def call(op: str, pattern: str, reduction: str | None, lengths: dict, shape: tuple, dtype=np.float64):
+    x = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+    args = (x, pattern) if reduction is None else (x, pattern, reduction)
+    return getattr(rearr, op)(*args, **lengths)
+
+
+def source(op: str, pattern: str, reduction: str | None, lengths: dict, tensors: int = 0) -> str:
+    """The call as source; an einsum's ``tensors`` come before its pattern."""
+    parts = [f"t{i}" for i in range(tensors)] or ["x"]
+    parts += [repr(pattern)] + ([] if reduction is None else [repr(reduction)])
+    parts += [f"{k}={'idx' if isinstance(v, np.ndarray) else v!r}" for k, v in lengths.items()]
+    return f"import rearr\nrearr.{op}({', '.join(parts)})\n"
+
+
+def apply(hint: str, pattern: str, reduction: str | None, lengths: dict) -> tuple[str, str | None, dict]:
+    """The hint's fix, taken literally: a quoted pattern, a keyword renamed, a reduction named."""
+    applied = False
+    if quoted := re.findall(r"'([^']*->[^']*)'", hint):
+        pattern, applied = quoted[-1], True
+    if m := re.search(r"rename (\w+)= to (\w+)=", hint):
+        lengths = {m[2] if k == m[1] else k: v for k, v in lengths.items()}
+        applied = True
+    elif m := re.search(r"rename it to (\w+)=$", hint):
+        (wrong,) = [k for k, v in lengths.items() if isinstance(v, np.ndarray)]
+        lengths = {m[1] if k == wrong else k: v for k, v in lengths.items()}
+        applied = True
+    if m := re.match(r"use '(\w+)' \(the reductions are", hint):
+        reduction, applied = m[1], True
+    assert applied, hint
+    return pattern, reduction, lengths
+
+
+CASES = [  # (op, pattern, reduction, lengths, shape, what the hint must say)
+    # An axis renamed between the sides: both are named, and the rename is offered.
+    ("rearrange", "b c h w -> b h w chan", None, {}, (2, 3, 4, 5), "rename 'chan' to 'c': 'b c h w -> b h w c'"),
+    ("rearrange", "b c h w -> b hh ww c", None, {}, (2, 3, 4, 5), "rename 'hh' to 'h' and 'ww' to 'w'"),
+    ("rearrange", "b (h w) c -> b h w chan", None, {"h": 2}, (2, 6, 5), "'b (h w) c -> b h w c'"),
+    ("repeat", "b c -> b chan r", None, {"r": 2}, (2, 3), "rename 'chan' to 'c'"),
+    ("reduce", "b chan -> b chn", "sum", {}, (2, 3), "rename 'chn' to 'chan'"),
+    ("scatter", "b chan -> m[idx: b] chn", "sum", {"idx": INDEX, "m": 2}, (3, 4), "rename 'chn' to 'chan'"),
+    # numpy's letter style: names are words.
+    ("einsum", "ij,jk->ik", None, {}, ((2, 3), (3, 4)), "'i j, j k -> i k'"),
+    ("einsum", "ii->i", None, {}, ((3, 3),), "'i i -> i'"),
+    ("einsum", "...ij,...jk->...ik", None, {}, ((5, 2, 3), (5, 3, 4)), "'... i j, ... j k -> ... i k'"),
+    ("einsum", "bhd,bhe->bde", None, {}, ((2, 3, 4), (2, 3, 5)), "'b h d, b h e -> b d e'"),
+    # A misspelt length keyword: the axis it names, not its removal (which would be RA301).
+    ("rearrange", "b (h w) -> b h w", None, {"hh": 3}, (2, 6), "rename hh= to h="),
+    ("repeat", "h -> h c", None, {"cc": 3}, (2,), "rename cc= to c="),  # RA301: the new axis has no length
+    ("rearrange", "b (head d) -> b head d", None, {"haed": 2}, (2, 6), "rename haed= to head="),
+    # A misspelt reduction.
+    ("reduce", "b c -> b", "avg", {}, (2, 3), "use 'mean'"),
+    ("reduce", "b c -> b", "Max", {}, (2, 3), "use 'max'"),
+    ("reduce", "b c -> b", "maximum", {}, (2, 3), "use 'max'"),
+    ("reduce", "b c -> b", "summ", {}, (2, 3), "use 'sum'"),
+    ("reduce", "b c -> b", "maen", {}, (2, 3), "use 'mean'"),
+    ("scatter", "b c -> m[idx: b] c", "avg", {"idx": INDEX, "m": 2}, (3, 4), "use 'mean'"),
+    ("scatter", "b c -> m[idx: b] c", "assign", {"idx": np.array([2, 0, 1]), "m": 3}, (3, 4), "use 'set'"),
+    # A misspelt index keyword.
+    ("rearrange", "b n[idx] -> b", None, {"idxx": np.array([0, 1])}, (2, 3), "rename it to idx="),
+]
+
+
+def _run(op, pattern, reduction, lengths, shape):
+    if op == "einsum":
+        return rearr.einsum(*(np.ones(s) for s in shape), pattern, **lengths)
+    return call(op, pattern, reduction, lengths, shape)
+
+
+@pytest.mark.parametrize("op, pattern, reduction, lengths, shape, says", CASES)
+def test_the_hint_works_when_applied(op, pattern, reduction, lengths, shape, says):
+    with pytest.raises(RearrError) as info:
+        _run(op, pattern, reduction, lengths, shape)
+    e = info.value
+    assert says in e.hint, e.hint
+    fixed = apply(e.hint, pattern, reduction, lengths)
+    _run(op, *fixed, shape)  # succeeds
+    # rearr check says the same, and nothing about the fixed call.
+    tensors = len(shape) if op == "einsum" else 0
+    (found,) = lint.check_source(source(op, pattern, reduction, lengths, tensors))
+    assert (found.code, found.message, found.hint) == (e.code, e.message, e.hint)
+    assert lint.check_source(source(op, *fixed, tensors)) == []
+
+
+def test_a_renamed_axis_names_both_sides():
+    with pytest.raises(RearrError) as info:
+        call("rearrange", "b c h w -> b h w chan", None, {}, (2, 3, 4, 5))
+    assert info.value.message == "axis 'c' appears only on the input side and 'chan' only on the output side of " \
+                                 "rearrange"
+
+
+def test_letter_style_einsum_says_that_names_are_words():
+    with pytest.raises(RearrError) as info:
+        rearr.einsum(np.ones((2, 3)), np.ones((3, 4)), "ij,jk->ik")
+    assert info.value.code == "RA200" and "names are words separated by spaces" in info.value.message
+
+
+def test_integer_mean_after_the_reduction_fix():
+    with pytest.raises(RearrError) as info:
+        call("reduce", "b c -> b", "avg", {}, (2, 3), dtype=np.int64)
+    _, reduction, _ = apply(info.value.hint, "b c -> b", "avg", {})
+    x = np.arange(6).reshape(2, 3)
+    with pytest.raises(RearrError) as info:
+        rearr.reduce(x, "b c -> b", reduction)
+    assert "x.astype(np.float32)" in info.value.hint
+    out = rearr.reduce(x.astype(np.float32), "b c -> b", reduction)  # the next hint, applied
+    np.testing.assert_allclose(out, [1, 4])
+
+
+@pytest.mark.parametrize("op, args", [("rearrange", ()), ("reduce", ("sum",)), ("repeat", ()),
+                                      ("scatter", ("sum",))])
+def test_swapped_tensor_and_pattern(op, args):
+    x = np.ones((3, 2))
+    pattern = {"rearrange": "b c -> c b", "reduce": "b c -> b", "repeat": "b c -> b c r",
+               "scatter": "n c -> m[idx: n] c"}[op]
+    lengths = {"r": 2} if op == "repeat" else {"idx": INDEX, "m": 2} if op == "scatter" else {}
+    keywords = "".join(f", {k}={'idx' if k == 'idx' else v}" for k, v in lengths.items())
+    with pytest.raises(RearrError) as info:
+        getattr(rearr, op)(pattern, x, *args, **lengths)
+    e = info.value
+    assert "the tensor comes first" in e.message and f"swap them: {op}(x, {pattern!r}, ...)" == e.hint
+    getattr(rearr, op)(x, pattern, *args, **lengths)  # swapped back: it runs
+    literal = "".join(f", {a!r}" for a in args) + keywords
+    found = lint.check_source(f"import rearr\nrearr.{op}({pattern!r}, x{literal})\n")
+    assert [(p.code, p.message, p.hint) for p in found] == [(e.code, e.message, e.hint)]
+    assert lint.check_source(f"import rearr\nrearr.{op}(x, {pattern!r}{literal})\n") == []
+
+
+def test_explain_names_the_backend_and_the_operation_meant():
+    with pytest.raises(RearrError) as info:
+        explain("b c -> c b", (2, 3), backend="nump")
+    assert info.value.hint.startswith("use 'numpy'")
+    explain("b c -> c b", (2, 3), backend="numpy")
+    with pytest.raises(RearrError) as info:
+        explain("b c -> c b", (2, 3), op="rearange")
+    assert info.value.hint == "use op='rearrange'"
+    explain("b c -> c b", (2, 3), op="rearrange")
+
+
+@pytest.mark.parametrize("name, choices, meant", [
+    ("hh", ["b", "h", "w"], "h"),
+    ("d", ["b", "c"], None),  # one letter for another: nothing alike
+    ("chan", ["c"], None),
+    ("rearagne", ["rearrange", "reduce"], "rearrange"),  # a swap counts one
+    ("avg", ["min", "mean"], "mean"),  # an alias
+    ("MEAN", ["mean"], "mean"),
+    ("xyz", ["abc"], None),
+])
+def test_nearest(name, choices, meant):
+    assert nearest(name, choices) == meant
+
+
+def test_no_guess_keeps_the_general_hint():
+    with pytest.raises(RearrError) as info:
+        call("rearrange", "b c -> b c", None, {"zzz": 2}, (2, 3))
+    assert info.value.hint == "remove zzz=, or check its spelling (axes: b, c)"
+    with pytest.raises(RearrError) as info:
+        call("reduce", "b c -> b", "median", {}, (2, 3))
+    assert info.value.hint.startswith("use one of min, max")
