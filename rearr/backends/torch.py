@@ -38,7 +38,7 @@ name = "torch"
 def load() -> None:
     """Bind torch and what is made of it (the registry calls this once torch is imported)."""
     global torch, TENSOR, _INT64, _INT_DTYPES, _KINDS, _VF, _has_torch_function, _ops
-    global _tracing_state, _aminmax, _functorch_wrapped
+    global _tracing_state, _aminmax, _functorch_wrapped, _HALF
     import torch
     from torch import _VF
     from torch.overrides import has_torch_function as _has_torch_function
@@ -50,6 +50,7 @@ def load() -> None:
     _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batched tensors
 
     TENSOR = torch.Tensor
+    _HALF = frozenset({torch.float16, torch.bfloat16})
     _INT64 = torch.int64
     _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32,
                    torch.uint64)
@@ -407,21 +408,61 @@ def scatterrows(step: ScatterRows):
             if base is None:
                 return fresh(x.new_full((rows, width), fill), "index_copy", 0, flat, x)
             return base.index_copy(0, flat, x)
-        if base is not None:
-            if reduction == "sum":
-                return base.index_add(0, flat, x)
-            return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=True)
-        if reduction == "sum":
-            out = fresh(x.new_zeros((rows, width)), "index_add", 0, flat, x)
-            if fill != 0:
+        if reduction == "sum" or reduction == "mean" and x.dtype not in _HALF:
+            out = fresh(x.new_zeros((rows, width)), "index_add", 0, flat, x) if base is None \
+                else base.index_add(0, flat, x)
+            if reduction == "mean":  # the sums divided by the counts, in x's dtype as scatter_reduce's own
+                counts = fresh(x.new_zeros(rows) if base is None else x.new_ones(rows), "index_add", 0, flat,
+                               x.new_ones(()).expand(flat.shape[0]))
+                return _divide(out, counts[:, None], None if base is not None else fill)
+            if base is None and fill != 0:
                 hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
-                out = out.masked_fill(~hit[:, None], fill)  # keeps out's dtype (torch.where made bool int64)
+                out = out.masked_fill_(~hit[:, None], fill)
             return out
+        if base is not None:
+            return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=True)
         # scatter_reduce (a stable API) with the row index expanded, a view: index_reduce is still beta.
-        return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, flat[:, None].expand(x.shape), x, native,
-                     include_self=False)
+        if reduction == "mean":  # float16 / bfloat16 (see _HALF)
+            return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, flat[:, None].expand(x.shape), x,
+                         native, include_self=False)
+        out = fresh(x.new_full((rows, width), _identity(reduction, x)), "scatter_reduce", 0,
+                    flat[:, None].expand(x.shape), x, native, include_self=True)
+        hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
+        return out.masked_fill(~hit[:, None], fill)  # out of place: the backward reads out
 
     return run
+
+
+# A float16 / bfloat16 mean stays scatter_reduce's: on a wide expanded index its kernel sums in float32
+# and divides before it rounds, once; sums made first would be rounded twice.
+_HALF: frozenset = frozenset()
+
+
+def _identity(reduction: str, x: torch.Tensor) -> object:
+    """The value that max / min / prod leaves unchanged, which a scatter_reduce with include_self=True
+    starts from: the values of include_self=False without its extra pass over the index, and a base
+    that ties with a source only where the result is that infinity itself, where include_self=False
+    onto fill counted fill as a tie whenever it equalled the result (halving the sources' gradient).
+    Infinities for floats: an input of -inf is a value under max, never an empty place (the hit mask
+    tells those)."""
+    if reduction == "prod":
+        return 1
+    if x.is_floating_point():
+        return -math.inf if reduction == "max" else math.inf
+    lo, hi = dtype_range(x)
+    return lo if reduction == "max" else hi
+
+
+def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Tensor:
+    """A scatter's mean from its fresh sums and counts (both in x's dtype, as scatter_reduce counts), in
+    place; fill where nothing landed (fill None: into= gave every position a value, counted once more).
+    The values of scatter_reduce's own mean bitwise, with a backward of one division and the sums'
+    gather, where its backward counts the hits again at the size of the output."""
+    if fill is None:
+        return sums.div_(counts)
+    empty = counts == 0
+    sums.div_(counts.masked_fill(empty, 1))
+    return sums.masked_fill_(empty, fill) if fill != 0 else sums
 
 
 def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
@@ -433,8 +474,24 @@ def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
                       f"{x} = {x}.new_full(({rows}, {width}), 0).index_copy_(0, {flat}, {x})"]
     if r == "sum":
         return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
-    return pre + [f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
-                  f".expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    if r == "mean":
+        c = n.counts
+        return pre + [f"{c} = {x}.new_zeros({rows}).index_add_(0, {flat}, {x}.new_ones(()).expand({before.shape[0]}))",
+                      f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"
+                      f".div_({c}.masked_fill({c} == 0, 1)[:, None])"]
+    hit = f"torch.zeros({rows}, dtype=torch.bool, device={x}.device).index_fill_(0, {flat}, True)[:, None]"
+    return pre + [f"{x} = {x}.new_full(({rows}, {width}), {_identity_code(r, x)}).scatter_reduce_(0, "
+                  f"{_code.paren(flat)}[:, None].expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", "
+                  "include_self=True)",
+                  f"{x} = {x}.masked_fill(~{hit}, 0)"]
+
+
+def _identity_code(reduction: str, x: str) -> str:
+    """_identity as an expression of the tensor x, for explain (which prints code for any dtype)."""
+    if reduction == "prod":
+        return "1"
+    inf, end = ("float(\"-inf\")", "min") if reduction == "max" else ("float(\"inf\")", "max")
+    return f"{inf} if {x}.is_floating_point() else torch.iinfo({x}.dtype).{end}"
 
 
 def scatteralong(step: ScatterAlong):
@@ -465,11 +522,22 @@ def scatteralong(step: ScatterAlong):
             if base is None:
                 return fresh(x.new_full(shape, env.fill), "scatter", dim, idx, x)
             return base.scatter(dim, idx, x)
+        if reduction == "mean" and x.dtype not in _HALF:
+            sums = fresh(x.new_zeros(shape), "scatter_add", dim, idx, x) if base is None \
+                else base.scatter_add(dim, idx, x)
+            counts = fresh(x.new_zeros(shape) if base is None else x.new_ones(shape), "scatter_add", dim, idx,
+                           x.new_ones(()).expand(*src_shape))
+            return _divide(sums, counts, None if base is not None else env.fill)
         if base is not None:
             return base.scatter_reduce(dim, idx, x, native, include_self=True)
         if reduction == "sum" and env.fill == 0:  # the hand-written scatter_add_, on a fresh tensor
             return fresh(x.new_zeros(*shape), "scatter_add", dim, idx, x)
-        return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
+        if reduction == "sum" or reduction == "mean":  # mean: float16 / bfloat16 (see _HALF)
+            return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
+        out = fresh(x.new_full(shape, _identity(reduction, x)), "scatter_reduce", dim, idx, x, native,
+                    include_self=True)
+        hit = fresh(torch.zeros(shape, dtype=torch.bool, device=x.device), "scatter", dim, idx, True)
+        return out.masked_fill(~hit, env.fill)  # out of place: the backward reads out
 
     return run
 
@@ -520,8 +588,16 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
                 f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
     if r == "sum":
         return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
-    return [f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
-            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    if r == "mean":
+        c = n.counts
+        return [f"{c} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x}.new_ones(())"
+                f".expand({args(step.src_shape)}))",
+                f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"
+                f".div_({c}.masked_fill({c} == 0, 1))"]
+    hit = f"torch.zeros({tup(shape)}, dtype=torch.bool, device={x}.device).scatter_({dim}, {idx}, True)"
+    return [f"{x} = {x}.new_full({tup(shape)}, {_identity_code(r, x)}).scatter_reduce_({dim}, {idx}, {x}, "
+            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=True)",
+            f"{x} = {x}.masked_fill(~{hit}, 0)"]
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
