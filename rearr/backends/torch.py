@@ -38,11 +38,12 @@ name = "torch"
 def load() -> None:
     """Bind torch and what is made of it (the registry calls this once torch is imported)."""
     global torch, TENSOR, _INT64, _INT_DTYPES, _KINDS, _VF, _has_torch_function, _ops
-    global _tracing_state, _aminmax, _functorch_wrapped, _HALF
+    global _tracing_state, _aminmax, _functorch_wrapped, _HALF, _autograd
     import torch
     from torch import _VF
     from torch.overrides import has_torch_function as _has_torch_function
 
+    from . import _torch_autograd as _autograd  # the backward of a row sum (imports torch)
     from . import _torch_ops as _ops  # the checks as custom ops under tracing (imports torch)
 
     _tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
@@ -409,8 +410,7 @@ def scatterrows(step: ScatterRows):
                 return fresh(x.new_full((rows, width), fill), "index_copy", 0, flat, x)
             return base.index_copy(0, flat, x)
         if reduction == "sum" or reduction == "mean" and x.dtype not in _HALF:
-            out = fresh(x.new_zeros((rows, width)), "index_add", 0, flat, x) if base is None \
-                else base.index_add(0, flat, x)
+            out = _add_rows(base, fresh, flat, x, rows)
             if reduction == "mean":  # the sums divided by the counts, in x's dtype as scatter_reduce's own
                 counts = fresh(x.new_zeros(rows) if base is None else x.new_ones(rows), "index_add", 0, flat,
                                x.new_ones(()).expand(flat.shape[0]))
@@ -431,6 +431,17 @@ def scatterrows(step: ScatterRows):
         return out.masked_fill(~hit[:, None], fill)  # out of place: the backward reads out
 
     return run
+
+
+def _add_rows(base: torch.Tensor | None, fresh: Callable, flat: torch.Tensor, x: torch.Tensor,
+              rows: int) -> torch.Tensor:
+    """base (None: fresh zeros) plus the rows of x at flat: index_add, under autograd with a backward
+    that keeps only the index (_autograd.AddRows); torch.jit.trace records torch's own (a Python
+    function is no node of a traced graph)."""
+    if x.requires_grad and torch.is_grad_enabled() and _tracing_state() is None:
+        return _autograd.AddRows.apply(x, flat, base, rows)
+    return fresh(x.new_zeros((rows, x.shape[1])), "index_add", 0, flat, x) if base is None \
+        else base.index_add(0, flat, x)
 
 
 # A float16 / bfloat16 mean stays scatter_reduce's: on a wide expanded index its kernel sums in float32
