@@ -409,28 +409,40 @@ def scatterrows(step: ScatterRows):
             if base is None:
                 return fresh(x.new_full((rows, width), fill), "index_copy", 0, flat, x)
             return base.index_copy(0, flat, x)
-        if reduction == "sum" or reduction == "mean" and x.dtype not in _HALF:
+        if reduction == "sum":
             out = _add_rows(base, fresh, flat, x, rows)
-            if reduction == "mean":  # the sums divided by the counts, in x's dtype as scatter_reduce's own
-                counts = fresh(x.new_zeros(rows) if base is None else x.new_ones(rows), "index_add", 0, flat,
-                               x.new_ones(()).expand(flat.shape[0]))
-                return _divide(out, counts[:, None], None if base is not None else fill)
             if base is None and fill != 0:
                 hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
                 out = out.masked_fill_(~hit[:, None], fill)
             return out
-        if base is not None:
-            return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=True)
+        training = _training(x, base)
+        if reduction == "mean" and training and x.dtype not in _HALF:
+            sums = _add_rows(base, fresh, flat, x, rows)
+            counts = fresh(x.new_zeros(rows) if base is None else x.new_ones(rows), "index_add", 0, flat,
+                           x.new_ones(()).expand(flat.shape[0]))
+            return _divide(sums, counts[:, None], None if base is not None else fill)
         # scatter_reduce (a stable API) with the row index expanded, a view: index_reduce is still beta.
-        if reduction == "mean":  # float16 / bfloat16 (see _HALF)
-            return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, flat[:, None].expand(x.shape), x,
-                         native, include_self=False)
-        out = fresh(x.new_full((rows, width), _identity(reduction, x)), "scatter_reduce", 0,
-                    flat[:, None].expand(x.shape), x, native, include_self=True)
+        idx = flat[:, None].expand(x.shape)
+        if base is not None:
+            return base.scatter_reduce(0, idx, x, native, include_self=True)
+        if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
+            return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, idx, x, native, include_self=False)
+        out = fresh(x.new_full((rows, width), _identity(reduction, x)), "scatter_reduce", 0, idx, x, native,
+                    include_self=True)
         hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
         return out.masked_fill(~hit[:, None], fill)  # out of place: the backward reads out
 
     return run
+
+
+def _training(x: torch.Tensor, base: torch.Tensor | None) -> bool:
+    """Whether a scatter records a backward. Then mean, max, min and prod take the lowerings whose
+    backward is cheaper (sums over counts; the reduction's identity as base, include_self=True, and a
+    hit mask); without one, scatter_reduce's single call onto fill, the faster forward, whose values
+    are the same bitwise. torch.jit.trace gets the single call always: it checks a trace by tracing
+    again without grad, and the two graphs must agree."""
+    return torch.is_grad_enabled() and (x.requires_grad or base is not None and base.requires_grad) \
+        and _tracing_state() is None
 
 
 def _add_rows(base: torch.Tensor | None, fresh: Callable, flat: torch.Tensor, x: torch.Tensor,
@@ -454,14 +466,10 @@ def _identity(reduction: str, x: torch.Tensor) -> object:
     starts from: the values of include_self=False without its extra pass over the index, and a base
     that ties with a source only where the result is that infinity itself, where include_self=False
     onto fill counted fill as a tie whenever it equalled the result (halving the sources' gradient).
-    Infinities for floats: an input of -inf is a value under max, never an empty place (the hit mask
-    tells those)."""
+    An input of -inf is a value under max, never an empty place (the hit mask tells those)."""
     if reduction == "prod":
         return 1
-    if x.is_floating_point():
-        return -math.inf if reduction == "max" else math.inf
-    lo, hi = dtype_range(x)
-    return lo if reduction == "max" else hi
+    return -math.inf if reduction == "max" else math.inf  # a tensor that records a backward is a float
 
 
 def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Tensor:
@@ -477,7 +485,7 @@ def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Ten
 
 
 def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into=."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training)."""
     pre, flat = _row_positions_code(step.terms, step.space, n)
     x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
     if r == "set":
@@ -485,24 +493,17 @@ def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
                       f"{x} = {x}.new_full(({rows}, {width}), 0).index_copy_(0, {flat}, {x})"]
     if r == "sum":
         return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
-    if r == "mean":
-        c = n.counts
-        return pre + [f"{c} = {x}.new_zeros({rows}).index_add_(0, {flat}, {x}.new_ones(()).expand({before.shape[0]}))",
-                      f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"
-                      f".div_({c}.masked_fill({c} == 0, 1)[:, None])"]
-    hit = f"torch.zeros({rows}, dtype=torch.bool, device={x}.device).index_fill_(0, {flat}, True)[:, None]"
-    return pre + [f"{x} = {x}.new_full(({rows}, {width}), {_identity_code(r, x)}).scatter_reduce_(0, "
-                  f"{_code.paren(flat)}[:, None].expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", "
-                  "include_self=True)",
-                  f"{x} = {x}.masked_fill(~{hit}, 0)"]
+    return pre + [_training_note(r),
+                  f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
+                  f".expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
 
 
-def _identity_code(reduction: str, x: str) -> str:
-    """_identity as an expression of the tensor x, for explain (which prints code for any dtype)."""
-    if reduction == "prod":
-        return "1"
-    inf, end = ("float(\"-inf\")", "min") if reduction == "max" else ("float(\"inf\")", "max")
-    return f"{inf} if {x}.is_floating_point() else torch.iinfo({x}.dtype).{end}"
+def _training_note(reduction: str) -> str:
+    """The comment explain prints above a mean / max / min / prod scatter: what runs under autograd."""
+    if reduction == "mean":
+        return "# under autograd (not float16 / bfloat16): the sums divided by the counts (a cheaper backward)"
+    start = {"max": "-inf", "min": "+inf", "prod": "1"}[reduction]
+    return f"# under autograd: onto {start} with include_self=True, then fill where nothing lands (a cheaper backward)"
 
 
 def scatteralong(step: ScatterAlong):
@@ -533,7 +534,8 @@ def scatteralong(step: ScatterAlong):
             if base is None:
                 return fresh(x.new_full(shape, env.fill), "scatter", dim, idx, x)
             return base.scatter(dim, idx, x)
-        if reduction == "mean" and x.dtype not in _HALF:
+        training = reduction != "sum" and _training(x, base)
+        if reduction == "mean" and training and x.dtype not in _HALF:
             sums = fresh(x.new_zeros(shape), "scatter_add", dim, idx, x) if base is None \
                 else base.scatter_add(dim, idx, x)
             counts = fresh(x.new_zeros(shape) if base is None else x.new_ones(shape), "scatter_add", dim, idx,
@@ -543,7 +545,7 @@ def scatteralong(step: ScatterAlong):
             return base.scatter_reduce(dim, idx, x, native, include_self=True)
         if reduction == "sum" and env.fill == 0:  # the hand-written scatter_add_, on a fresh tensor
             return fresh(x.new_zeros(*shape), "scatter_add", dim, idx, x)
-        if reduction == "sum" or reduction == "mean":  # mean: float16 / bfloat16 (see _HALF)
+        if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
             return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
         out = fresh(x.new_full(shape, _identity(reduction, x)), "scatter_reduce", dim, idx, x, native,
                     include_self=True)
@@ -589,7 +591,8 @@ def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torc
 
 
 def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into= (its kept-zeros branch computes the same, one call fewer)."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training); its
+    kept-zeros branch computes the same, one call fewer."""
     x, dim, shape, r = n.x, step.dim, step.shape, step.reduction
     idx = _term_code(step.term, n)
     if step.term.shape != step.src_shape:
@@ -599,16 +602,8 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
                 f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
     if r == "sum":
         return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
-    if r == "mean":
-        c = n.counts
-        return [f"{c} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x}.new_ones(())"
-                f".expand({args(step.src_shape)}))",
-                f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"
-                f".div_({c}.masked_fill({c} == 0, 1))"]
-    hit = f"torch.zeros({tup(shape)}, dtype=torch.bool, device={x}.device).scatter_({dim}, {idx}, True)"
-    return [f"{x} = {x}.new_full({tup(shape)}, {_identity_code(r, x)}).scatter_reduce_({dim}, {idx}, {x}, "
-            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=True)",
-            f"{x} = {x}.masked_fill(~{hit}, 0)"]
+    return [_training_note(r), f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
+            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
