@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,3 +28,18 @@ settings.register_profile("long", max_examples=10_000, deadline=None, suppress_h
                           print_blob=True)
 settings.register_profile("medium", max_examples=1_000, deadline=None, suppress_health_check=_SUPPRESS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(params=["small", "rows"])
+def lowering(request, monkeypatch):
+    """A test under the lowering chosen for small tensors, and under the row lowering that large ones get
+    (rearr.planner.ROWS_MIN_ELEMENTS at 0), with the plan caches cleared around it."""
+    from rearr import api, planner
+
+    if request.param == "rows":
+        monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
+    api._indexed.cache_clear()
+    api._direct_runs.cache_clear()
+    yield request.param
+    api._indexed.cache_clear()
+    api._direct_runs.cache_clear()

@@ -11,26 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import rearr  # noqa: E402
-from rearr import api, planner  # noqa: E402
 
 E, V, C = 12, 5, 3
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "set")
 NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
 # Rows: a (E, C) source whose rows land on rows of (V, C); along: an index per element (scatter_reduce).
 ROWS, ALONG = "e c -> v[dst: e] c", "e c -> v[dst] c"
-
-
-@pytest.fixture(params=["small", "rows"])
-def lowering(request, monkeypatch):
-    """The default lowering of these small tensors (along an axis, an expanded index), and the row
-    lowering that large ones get."""
-    if request.param == "rows":
-        monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
-    yield request.param
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
 
 
 def _steps(pattern: str, reduction: str) -> set[str]:
@@ -78,39 +64,38 @@ def test_both_steps_are_covered(pattern, reduction, lowering):
     assert want in _steps(pattern, reduction)
 
 
-@pytest.mark.parametrize("pattern", [ROWS, ALONG])
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("fill, with_into", [(0, False), (-2.5, False), (0, True)])
-def test_gradcheck_and_gradgradcheck(pattern, reduction, fill, with_into, lowering):
+CALLS = [(0, False), (-2.5, False), (0, True)]  # (fill, with into=)
+
+
+def _call(pattern: str, reduction: str, fill: float, with_into: bool):
+    """(f, its inputs, the hand-written f): the scatter of a source, onto fill or into a tensor."""
     idx = _index(pattern, reduction)
     x = _source(_n(reduction))
-    into = _source(V, seed=4) if with_into else None
     if with_into:
-        def f(s, t):
-            return rearr.scatter(s, pattern, reduction, dst=idx, into=t)
-        inputs = (x, into)
-    else:
-        def f(s):
-            return rearr.scatter(s, pattern, reduction, dst=idx, v=V, fill=fill)
-        inputs = (x,)
+        return ((lambda s, t: rearr.scatter(s, pattern, reduction, dst=idx, into=t)), (x, _source(V, seed=4)),
+                lambda s, t: _hand(s, idx, reduction, into=t))
+    return ((lambda s: rearr.scatter(s, pattern, reduction, dst=idx, v=V, fill=fill)), (x,),
+            lambda s: _hand(s, idx, reduction, fill))
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("fill, with_into", CALLS)
+def test_gradcheck_and_gradgradcheck(pattern, reduction, fill, with_into, lowering):
+    f, inputs, _ = _call(pattern, reduction, fill, with_into)
     assert torch.autograd.gradcheck(f, inputs)
     assert torch.autograd.gradgradcheck(f, inputs)
 
 
 @pytest.mark.parametrize("pattern", [ROWS, ALONG])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("fill, with_into", [(0, False), (-2.5, False), (0, True)])
+@pytest.mark.parametrize("fill, with_into", CALLS)
 def test_values_and_gradients_are_todays(pattern, reduction, fill, with_into, lowering):
     """Equal to the hand-written scatter_reduce bitwise, and so are the gradients (no ties here)."""
-    idx = _index(pattern, reduction)
-    x = _source(_n(reduction))
-    into = _source(V, seed=4) if with_into else None
-    kw = {"into": into} if with_into else {"v": V, "fill": fill}
-    got = rearr.scatter(x, pattern, reduction, dst=idx, **kw)
-    want = _hand(x, idx, reduction, fill, into)
+    f, inputs, hand = _call(pattern, reduction, fill, with_into)
+    got, want = f(*inputs), hand(*inputs)
     assert torch.equal(got, want)
     w = torch.rand(want.shape, dtype=want.dtype, generator=torch.Generator().manual_seed(2))
-    inputs = (x, into) if with_into else (x,)
     for a, b in zip(torch.autograd.grad((got * w).sum(), inputs), torch.autograd.grad((want * w).sum(), inputs)):
         assert torch.equal(a, b)
 
