@@ -221,3 +221,15 @@ def test_a_row_scatter_sum_does_not_keep_its_source_for_the_backward(reduction, 
         assert kept() is None
     (g,) = torch.autograd.grad(out.sum(), h)
     assert g.shape == h.shape
+
+
+@pytest.mark.parametrize("idx, n", [([1, 0, 1], 3), ([50, 7, 50], 100), ([2, 0, 2], 3)])
+@pytest.mark.parametrize("check_bounds", [True, False])
+def test_duplicates_under_set_are_refused_when_counted_and_when_sorted(idx, n, check_bounds, lowering):
+    """A 1-d index is checked by counting its values where they lie in 0 <= i < 2 * len, else sorted."""
+    x = torch.rand(3, C)
+    with pytest.raises(rearr.RearrError, match="more than once under 'set'"):
+        rearr.scatter(x, ROWS, "set", dst=torch.tensor(idx), v=n, check_bounds=check_bounds)
+    unique = torch.tensor([idx[0], idx[1], n - 1 if idx[0] != n - 1 else n - 2])
+    out = rearr.scatter(x, ROWS, "set", dst=unique, v=n, check_bounds=check_bounds)
+    assert torch.equal(out, x.new_zeros(n, C).index_copy_(0, unique, x))
