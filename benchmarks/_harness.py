@@ -3,8 +3,9 @@
 The scripts are run as `python benchmarks/bench_x.py`, which puts this folder
 first on sys.path, so they import this module as plain `import _harness`.
 It holds no benchmark of its own and imports neither torch nor rearr: only the
-clock, the interleaved-rounds timer, the malloc pinning and the lines of the
-report's header that say under which conditions the figures were taken.
+clock, the interleaved-rounds timer, the malloc pinning, the peak-memory probe
+(a child process) and the lines of the report's header that say under which
+conditions the figures were taken.
 
 How a figure is made (see benchmarks/README.md, "Method"): each variant's calls
 are looped, the loop sized by calibrate() to a target time; interleaved() runs
@@ -17,9 +18,13 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
+import json
 import os
+import re
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -149,3 +154,47 @@ def setup(clock: str, malloc: str) -> None:
     print(tree_state())
     print(pin_malloc(malloc))
     print("clock: " + CLOCK_LINES[clock])
+
+
+# --- peak memory, measured in a child process -------------------------------------------
+
+# The child's malloc: blocks >= 128 KiB mmapped and unmapped on free, so that a freed buffer goes back to
+# the kernel and a later call cannot hide its own buffers in pages that an earlier one left behind.
+CHILD_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072", "OMP_NUM_THREADS": "1"}
+
+
+def _status(*keys: str) -> dict[str, int]:
+    text = Path("/proc/self/status").read_text()
+    return {k: int(re.search(rf"^{k}:\s+(\d+) kB", text, re.M).group(1)) * 1024 for k in keys}
+
+
+def touched(fn: Callable[[], object]) -> tuple[int, object, str]:
+    """(bytes of pages one call of fn touched at its peak, its result, how that was measured).
+
+    fn runs once first (imports, plan caches, first-touch of code pages), then the kernel's RSS
+    high-water mark is reset (5 into /proc/self/clear_refs) and fn runs again: the figure is VmHWM
+    minus the RSS just before that call, the result included. Run it in a child started with
+    CHILD_ENV (see peak_in_child). tracemalloc does not see torch's allocations, torch's CPU
+    allocator keeps no statistics outside the profiler, and ru_maxrss cannot be reset.
+    """
+    out = fn()
+    del out
+    gc.collect()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM
+        method = "VmHWM after clear_refs"
+    except OSError:
+        method = "VmHWM (not reset: an upper bound)"
+    before = _status("VmRSS")["VmRSS"]
+    out = fn()
+    return _status("VmHWM")["VmHWM"] - before, out, method
+
+
+def peak_in_child(script: str, payload: object) -> object:
+    """Run `python script --mem-child JSON(payload)` with CHILD_ENV; return the JSON its last line prints."""
+    env = dict(os.environ, **CHILD_ENV)
+    cmd = [sys.executable, script, "--mem-child", json.dumps(payload)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"memory probe failed for {payload}:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

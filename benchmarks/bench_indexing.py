@@ -55,15 +55,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import json
-import os
 import platform
 import pstats
-import re
-import subprocess
 import sys
-from pathlib import Path
 
 import _harness  # benchmarks/_harness.py: the clock, interleaved rounds, malloc pinning
 
@@ -190,36 +185,14 @@ def check(lib: str, kind: str, size: str, fns: dict) -> None:
 # --- peak memory in a fresh process ------------------------------------------------------
 
 
-def _status(*keys: str) -> dict[str, int]:
-    text = Path("/proc/self/status").read_text()
-    return {k: int(re.search(rf"^{k}:\s+(\d+) kB", text, re.M).group(1)) * 1024 for k in keys}
-
-
 def mem_child(lib: str, kind: str, size: str, name: str) -> None:
-    fn = variants(lib, kind, size)[name]
-    out = fn()  # warm-up: imports, plan caches, first-touch of code pages
-    del out
-    gc.collect()
-    try:
-        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM
-        method = "VmHWM after clear_refs"
-    except OSError:
-        method = "VmHWM (not reset: an upper bound)"
-    before = _status("VmRSS")["VmRSS"]
-    out = fn()
-    peak = _status("VmHWM")["VmHWM"]
+    peak, out, method = _harness.touched(variants(lib, kind, size)[name])
     nbytes = out.numel() * out.element_size() if isinstance(out, torch.Tensor) else out.nbytes
-    print(json.dumps({"peak": peak - before, "out": nbytes, "method": method}))
+    print(json.dumps({"peak": peak, "out": nbytes, "method": method}))
 
 
 def peak_memory(lib: str, kind: str, size: str, name: str) -> dict:
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072",
-               OMP_NUM_THREADS="1")
-    cmd = [sys.executable, __file__, "--mem-child", json.dumps([lib, kind, size, name])]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"memory probe failed for {lib} {kind} {name}:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _harness.peak_in_child(__file__, [lib, kind, size, name])
 
 
 # --- report ----------------------------------------------------------------------------

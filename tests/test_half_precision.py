@@ -17,8 +17,6 @@ import torch
 from _backends import to_numpy
 
 import rearr
-from rearr import api
-from rearr.planning import planner
 
 # (backend, dtype name): numpy float16, torch float16 and bfloat16
 CASES = [("numpy", "float16"), ("torch", "float16"), ("torch", "bfloat16")]
@@ -45,18 +43,6 @@ def _as_float64(x) -> np.ndarray:
 def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
     """float64 values rounded to the dtype (the value of a result rounded once), back as float64."""
     return _as_float64(torch.from_numpy(values).to(getattr(torch, dtype)))
-
-
-@pytest.fixture(params=["small", "rows"])
-def lowering(request, monkeypatch):
-    """Each test under the lowering chosen for small tensors and under the row lowering."""
-    if request.param == "rows":
-        monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
-    yield request.param
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
 
 
 def _index(backend: str, idx: np.ndarray):

@@ -133,9 +133,24 @@ def refuse_duplicates(idx: torch.Tensor, dim: int, name: str, text: str) -> None
     """The duplicate check of 'set', on real values: no two values of idx along dim are equal. The torch
     backend runs it eagerly, and the op rearr::check_unique at run time of a traced graph."""
     if idx.shape[dim] > 1 and idx.device.type != "meta":
+        twice = _counted_twice(idx) if idx.dim() == 1 else None
+        if twice is not None:
+            if twice:
+                raise _common.duplicate_under_set(name, text)
+            return
         s = idx.sort(dim).values
         if (s.narrow(dim, 1, s.shape[dim] - 1) == s.narrow(dim, 0, s.shape[dim] - 1)).any():
             raise _common.duplicate_under_set(name, text)
+
+
+def _counted_twice(idx: torch.Tensor) -> bool | None:
+    """Whether a 1-d index holds a value twice, by counting (one pass, where a sort costs n log n);
+    None where its values are not all in 0 <= i < 2n, which counting would have to allocate for
+    (check_bounds=False lets any value through): the memory of the sort, at most."""
+    lo, hi = (v.item() for v in torch.aminmax(idx))
+    if lo < 0 or hi >= 2 * idx.shape[0]:
+        return None
+    return bool(torch.bincount(idx, minlength=hi + 1).max() > 1)
 
 
 def _check_unique(idx: torch.Tensor, dim: int, name: str, text: str, exact: bool = True) -> torch.Tensor:

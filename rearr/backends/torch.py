@@ -39,11 +39,12 @@ name = "torch"
 def load() -> None:
     """Bind torch and what is made of it (the registry calls this once torch is imported)."""
     global torch, TENSOR, _INT64, _INT_DTYPES, _KINDS, _VF, _has_torch_function, _ops
-    global _tracing_state, _aminmax, _functorch_wrapped
+    global _tracing_state, _aminmax, _functorch_wrapped, _HALF, _autograd
     import torch
     from torch import _VF
     from torch.overrides import has_torch_function as _has_torch_function
 
+    from . import _torch_autograd as _autograd  # the backward of a row sum (imports torch)
     from . import _torch_ops as _ops  # the checks as custom ops under tracing (imports torch)
 
     _tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
@@ -51,6 +52,7 @@ def load() -> None:
     _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batched tensors
 
     TENSOR = torch.Tensor
+    _HALF = frozenset({torch.float16, torch.bfloat16})
     _INT64 = torch.int64
     _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.uint16, torch.uint32,
                    torch.uint64)
@@ -470,25 +472,83 @@ def scatterrows(step: ScatterRows):
             if base is None:
                 return fresh(x.new_full((rows, width), fill), "index_copy", 0, flat, x)
             return base.index_copy(0, flat, x)
-        if base is not None:
-            if reduction == "sum":
-                return base.index_add(0, flat, x)
-            return base.scatter_reduce(0, flat[:, None].expand(x.shape), x, native, include_self=True)
         if reduction == "sum":
-            out = fresh(x.new_zeros((rows, width)), "index_add", 0, flat, x)
-            if fill != 0:
+            out = _add_rows(base, fresh, flat, x, rows)
+            if base is None and fill != 0:
                 hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
-                out = out.masked_fill(~hit[:, None], fill)  # keeps out's dtype (torch.where made bool int64)
+                out = out.masked_fill_(~hit[:, None], fill)
             return out
+        training = _training(x, base)
+        if reduction == "mean" and training and x.dtype not in _HALF:
+            sums = _add_rows(base, fresh, flat, x, rows)
+            counts = fresh(x.new_zeros(rows) if base is None else x.new_ones(rows), "index_add", 0, flat,
+                           x.new_ones(()).expand(flat.shape[0]))
+            return _divide(sums, counts[:, None], None if base is not None else fill)
         # scatter_reduce (a stable API) with the row index expanded, a view: index_reduce is still beta.
-        return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, flat[:, None].expand(x.shape), x, native,
-                     include_self=False)
+        idx = flat[:, None].expand(x.shape)
+        if base is not None:
+            return base.scatter_reduce(0, idx, x, native, include_self=True)
+        if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
+            return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, idx, x, native, include_self=False)
+        out = fresh(x.new_full((rows, width), _identity(reduction, x)), "scatter_reduce", 0, idx, x, native,
+                    include_self=True)
+        hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
+        return out.masked_fill(~hit[:, None], fill)  # out of place: the backward reads out
 
     return run
 
 
+def _training(x: torch.Tensor, base: torch.Tensor | None) -> bool:
+    """Whether a scatter records a backward. Then mean, max, min and prod take the lowerings whose
+    backward is cheaper (sums over counts; the reduction's identity as base, include_self=True, and a
+    hit mask); without one, scatter_reduce's single call onto fill, the faster forward, whose values
+    are the same bitwise. torch.jit.trace gets the single call always: it checks a trace by tracing
+    again without grad, and the two graphs must agree."""
+    return torch.is_grad_enabled() and (x.requires_grad or base is not None and base.requires_grad) \
+        and _tracing_state() is None
+
+
+def _add_rows(base: torch.Tensor | None, fresh: Callable, flat: torch.Tensor, x: torch.Tensor,
+              rows: int) -> torch.Tensor:
+    """base (None: fresh zeros) plus the rows of x at flat: index_add, under autograd with a backward
+    that keeps only the index (_autograd.AddRows); torch.jit.trace records torch's own (a Python
+    function is no node of a traced graph)."""
+    if x.requires_grad and torch.is_grad_enabled() and _tracing_state() is None:
+        return _autograd.AddRows.apply(x, flat, base, rows)
+    return fresh(x.new_zeros((rows, x.shape[1])), "index_add", 0, flat, x) if base is None \
+        else base.index_add(0, flat, x)
+
+
+# A float16 / bfloat16 mean stays scatter_reduce's: on a wide expanded index its kernel sums in float32
+# and divides before it rounds, once; sums made first would be rounded twice.
+_HALF: frozenset = frozenset()
+
+
+def _identity(reduction: str, x: torch.Tensor) -> object:
+    """The value that max / min / prod leaves unchanged, which a scatter_reduce with include_self=True
+    starts from: the values of include_self=False without its extra pass over the index, and a base
+    that ties with a source only where the result is that infinity itself, where include_self=False
+    onto fill counted fill as a tie whenever it equalled the result (halving the sources' gradient).
+    An input of -inf is a value under max, never an empty place (the hit mask tells those)."""
+    if reduction == "prod":
+        return 1
+    return -math.inf if reduction == "max" else math.inf  # a tensor that records a backward is a float
+
+
+def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Tensor:
+    """A scatter's mean from its fresh sums and counts (both in x's dtype, as scatter_reduce counts), in
+    place; fill where nothing landed (fill None: into= gave every position a value, counted once more).
+    The values of scatter_reduce's own mean bitwise, with a backward of one division and the sums'
+    gather, where its backward counts the hits again at the size of the output."""
+    if fill is None:
+        return sums.div_(counts)
+    empty = counts == 0
+    sums.div_(counts.masked_fill(empty, 1))
+    return sums.masked_fill_(empty, fill) if fill != 0 else sums
+
+
 def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into=."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training)."""
     pre, flat = _row_positions_code(step.terms, step.space, n)
     x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
     if r == "set":
@@ -496,8 +556,17 @@ def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
                       f"{x} = {x}.new_full(({rows}, {width}), 0).index_copy_(0, {flat}, {x})"]
     if r == "sum":
         return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
-    return pre + [f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
+    return pre + [_training_note(r),
+                  f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
                   f".expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+
+
+def _training_note(reduction: str) -> str:
+    """The comment explain prints above a mean / max / min / prod scatter: what runs under autograd."""
+    if reduction == "mean":
+        return "# under autograd (not float16 / bfloat16): the sums divided by the counts (a cheaper backward)"
+    start = {"max": "-inf", "min": "+inf", "prod": "1"}[reduction]
+    return f"# under autograd: onto {start} with include_self=True, then fill where nothing lands (a cheaper backward)"
 
 
 def scatteralong(step: ScatterAlong):
@@ -528,11 +597,23 @@ def scatteralong(step: ScatterAlong):
             if base is None:
                 return fresh(x.new_full(shape, env.fill), "scatter", dim, idx, x)
             return base.scatter(dim, idx, x)
+        training = reduction != "sum" and _training(x, base)
+        if reduction == "mean" and training and x.dtype not in _HALF:
+            sums = fresh(x.new_zeros(shape), "scatter_add", dim, idx, x) if base is None \
+                else base.scatter_add(dim, idx, x)
+            counts = fresh(x.new_zeros(shape) if base is None else x.new_ones(shape), "scatter_add", dim, idx,
+                           x.new_ones(()).expand(*src_shape))
+            return _divide(sums, counts, None if base is not None else env.fill)
         if base is not None:
             return base.scatter_reduce(dim, idx, x, native, include_self=True)
         if reduction == "sum" and env.fill == 0:  # the hand-written scatter_add_, on a fresh tensor
             return fresh(x.new_zeros(*shape), "scatter_add", dim, idx, x)
-        return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
+        if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
+            return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
+        out = fresh(x.new_full(shape, _identity(reduction, x)), "scatter_reduce", dim, idx, x, native,
+                    include_self=True)
+        hit = fresh(torch.zeros(shape, dtype=torch.bool, device=x.device), "scatter", dim, idx, True)
+        return out.masked_fill(~hit, env.fill)  # out of place: the backward reads out
 
     return run
 
@@ -573,7 +654,8 @@ def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torc
 
 
 def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into= (its kept-zeros branch computes the same, one call fewer)."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training); its
+    kept-zeros branch computes the same, one call fewer."""
     x, dim, shape, r = n.x, step.dim, step.shape, step.reduction
     idx = _term_code(step.term, n)
     if step.term.shape != step.src_shape:
@@ -583,7 +665,7 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
                 f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
     if r == "sum":
         return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
-    return [f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
+    return [_training_note(r), f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
             f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
 
 

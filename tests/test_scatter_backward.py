@@ -1,0 +1,235 @@
+"""torch scatter lowerings and their gradients: the values of torch's own scatter_reduce (include_self=False
+onto fill, or include_self=True onto into=) bitwise, gradcheck and gradgradcheck for every reduction on
+both scatter steps (rows and along an axis), with and without into=, with fill, and torch's tie rule."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import rearr  # noqa: E402
+
+E, V, C = 12, 5, 3
+REDUCTIONS = ("sum", "mean", "max", "min", "prod", "set")
+NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
+# Rows: a (E, C) source whose rows land on rows of (V, C); along: an index per element (scatter_reduce).
+ROWS, ALONG = "e c -> v[dst: e] c", "e c -> v[dst] c"
+
+
+def _steps(pattern: str, reduction: str) -> set[str]:
+    dst = (E,) if pattern == ROWS else (E, C)
+    plan = rearr.explain(pattern, (E, C), op="scatter", reduction=reduction, dst=dst, v=V).plan
+    return {type(s).__name__ for s in plan.steps}
+
+
+def _index(pattern: str, reduction: str, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if reduction == "set":  # unique along e, V - 1 of them: one row stays empty
+        return torch.randperm(V, generator=g)[:V - 1] if pattern == ROWS else torch.stack(
+            [torch.randperm(V, generator=g)[:V - 1] for _ in range(C)], 1)
+    return torch.randint(0, V - 1, (E,) if pattern == ROWS else (E, C), generator=g)  # row V - 1 stays empty
+
+
+def _n(reduction: str) -> int:
+    """The number of source rows: E, or the V - 1 distinct places of 'set'."""
+    return V - 1 if reduction == "set" else E
+
+
+def _source(n: int, seed: int = 1, dtype=torch.float64) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, C, generator=g, dtype=torch.float64) + 0.5  # distinct, away from 0: no ties, no zeros
+    return x.to(dtype).requires_grad_(dtype.is_floating_point)
+
+
+def _hand(x, idx, reduction, fill=0, into=None):
+    """Today's torch lowering, written by hand: scatter_reduce onto fill (include_self=False), or onto
+    into= (include_self=True); index_copy / scatter for 'set'."""
+    full = idx[:, None].expand(x.shape) if idx.dim() == 1 else idx
+    rows = V if into is None else into.shape[0]
+    if reduction == "set":
+        base = x.new_full((rows, C), fill) if into is None else into
+        return base.scatter(0, full, x)
+    if into is None:
+        return x.new_full((rows, C), fill).scatter_reduce(0, full, x, NATIVE[reduction], include_self=False)
+    return into.scatter_reduce(0, full, x, NATIVE[reduction], include_self=True)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_both_steps_are_covered(pattern, reduction, lowering):
+    want = "ScatterRows" if pattern == ROWS and lowering == "rows" else "ScatterAlong"
+    assert want in _steps(pattern, reduction)
+
+
+CALLS = [(0, False), (-2.5, False), (0, True)]  # (fill, with into=)
+
+
+def _call(pattern: str, reduction: str, fill: float, with_into: bool):
+    """(f, its inputs, the hand-written f): the scatter of a source, onto fill or into a tensor."""
+    idx = _index(pattern, reduction)
+    x = _source(_n(reduction))
+    if with_into:
+        return ((lambda s, t: rearr.scatter(s, pattern, reduction, dst=idx, into=t)), (x, _source(V, seed=4)),
+                lambda s, t: _hand(s, idx, reduction, into=t))
+    return ((lambda s: rearr.scatter(s, pattern, reduction, dst=idx, v=V, fill=fill)), (x,),
+            lambda s: _hand(s, idx, reduction, fill))
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("fill, with_into", CALLS)
+def test_gradcheck_and_gradgradcheck(pattern, reduction, fill, with_into, lowering):
+    f, inputs, _ = _call(pattern, reduction, fill, with_into)
+    assert torch.autograd.gradcheck(f, inputs)
+    assert torch.autograd.gradgradcheck(f, inputs)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("fill, with_into", CALLS)
+def test_values_and_gradients_are_todays(pattern, reduction, fill, with_into, lowering):
+    """Equal to the hand-written scatter_reduce bitwise, and so are the gradients (no ties here)."""
+    f, inputs, hand = _call(pattern, reduction, fill, with_into)
+    got, want = f(*inputs), hand(*inputs)
+    assert torch.equal(got, want)
+    w = torch.rand(want.shape, dtype=want.dtype, generator=torch.Generator().manual_seed(2))
+    for a, b in zip(torch.autograd.grad((got * w).sum(), inputs), torch.autograd.grad((want * w).sum(), inputs)):
+        assert torch.equal(a, b)
+
+
+DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "int8", "uint8", "int32", "int64", "bool")
+
+
+def _values(dtype: torch.dtype, n: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(n, C, generator=g) < 0.5
+    if dtype.is_floating_point or dtype.is_complex:
+        x = torch.randn(n, C, generator=g, dtype=torch.float64) * 3
+        special = torch.rand(n, C, generator=g)
+        x[special < 0.05] = float("nan")
+        x[(special >= 0.05) & (special < 0.12)] = float("-inf")
+        x[(special >= 0.12) & (special < 0.2)] = float("inf")
+        x[(special >= 0.2) & (special < 0.3)] = 0.0
+        return x.to(dtype)
+    low = 0 if dtype == torch.uint8 else -3
+    return torch.randint(low, 4, (n, C), generator=g, dtype=dtype)
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.is_complex():
+        a, b = torch.view_as_real(a), torch.view_as_real(b)
+    return a.dtype == b.dtype and torch.equal(a.isnan() if a.is_floating_point() else a == a,
+                                              b.isnan() if b.is_floating_point() else b == b) and \
+        torch.equal(torch.where(a != a, 0, a), torch.where(b != b, 0, b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_every_dtype_keeps_its_values_nan_and_infinities_included(dtype, pattern, reduction, lowering):
+    """NaN, -inf and +inf in the source, and many duplicates: a source of -inf under max is a value, not an
+    empty place (it is not replaced by fill); integers, bools and the half types keep their values."""
+    dtype = getattr(torch, dtype)
+    complex_minmax = dtype.is_complex and reduction in ("max", "min")
+    if reduction == "mean" and not (dtype.is_floating_point or dtype.is_complex) or complex_minmax:
+        pytest.skip("refused by rearr.policy")
+    # torch's scatter_reduce has no complex backward (sum with fill along an axis, prod); mean has one here
+    differentiable = dtype.is_floating_point or dtype.is_complex and reduction in ("mean", "set")
+    for seed, grad in itertools.product(range(3), (False, True) if differentiable else (False,)):
+        idx = _index(pattern, reduction, seed)  # with grad: the lowerings of a recorded backward
+        x = _values(dtype, _n(reduction), seed).requires_grad_(grad)
+        for fill in (0, 1 if dtype == torch.bool else 2):
+            assert _same(rearr.scatter(x, pattern, reduction, dst=idx, v=V, fill=fill).detach(),
+                         _hand(x.detach(), idx, reduction, fill)), (seed, fill, grad)
+        into = _values(dtype, V, seed + 10)
+        assert _same(rearr.scatter(x, pattern, reduction, dst=idx, into=into).detach(),
+                     _hand(x.detach(), idx, reduction, into=into)), (seed, grad)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction, empty", [("max", float("-inf")), ("min", float("inf"))])
+def test_an_infinite_source_is_not_an_empty_place(pattern, reduction, empty, lowering):
+    idx = torch.tensor([0, 0, 2]) if pattern == ROWS else torch.tensor([[0], [0], [2]])
+    x = torch.full((3, 1), empty)
+    out = rearr.scatter(x, pattern if pattern == ROWS else "e c -> v[dst] c", reduction, dst=idx, v=4, fill=7.0)
+    assert out[:, 0].tolist() == [empty, 7.0, empty, 7.0]
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("fill", [0.0, 1.0, 5.0])
+def test_ties_share_the_gradient_and_fill_takes_no_part(pattern, reduction, fill, lowering):
+    """torch's convention: the k sources that equal the result share its gradient, 1/k each. fill= is
+    not one of them, whatever its value: torch's own scatter_reduce (include_self=False) onto fill
+    counts fill as a tie when it equals the result, which gave each source 1/(k+1)."""
+    idx = torch.tensor([0, 0, 0, 1, 2])
+    idx = idx if pattern == ROWS else idx[:, None]
+    x = torch.tensor([[1.0], [1.0], [-3.0 if reduction == "max" else 3.0], [1.0], [4.0]], requires_grad=True)
+    out = rearr.scatter(x, pattern, reduction, dst=idx, v=4, fill=fill)
+    assert out[:, 0].tolist() == [1.0, 1.0, 4.0, fill]
+    (g,) = torch.autograd.grad(out.sum(), x)
+    assert g[:, 0].tolist() == [0.5, 0.5, 0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+def test_a_tie_with_into_shares_the_gradient_with_into(pattern, lowering):
+    """into= takes part in the reduction (include_self=True): a tie with into's value counts it once."""
+    idx = torch.tensor([0, 0, 1])
+    idx = idx if pattern == ROWS else idx[:, None]
+    x = torch.tensor([[2.0], [2.0], [0.0]], dtype=torch.float64, requires_grad=True)
+    into = torch.tensor([[2.0], [1.0]], dtype=torch.float64, requires_grad=True)
+    out = rearr.scatter(x, pattern, "max", dst=idx, into=into)
+    gx, gi = torch.autograd.grad(out.sum(), (x, into))
+    assert out[:, 0].tolist() == [2.0, 1.0]
+    assert gx[:, 0].tolist() == [1 / 3, 1 / 3, 0.0] and gi[:, 0].tolist() == [1 / 3, 1.0]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_message_passing_gradcheck(reduction, lowering):
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(V, C, generator=g, dtype=torch.float64, requires_grad=True)
+    src = torch.randint(0, V, (E,), generator=g)
+    dst = torch.randperm(V, generator=g)[:V - 1] if reduction == "set" else torch.randint(0, V - 1, (E,), generator=g)
+    src = src[: len(dst)]
+    if reduction in ("max", "min"):  # distinct gathered values: each edge its own source row
+        x = torch.rand(E, C, generator=g, dtype=torch.float64, requires_grad=True)
+        src = torch.randperm(E, generator=g)[: len(dst)]
+
+    def f(t):
+        return rearr.scatter(t, "v[src: e] c -> w[dst: e] c", reduction, src=src, dst=dst, w=V)
+
+    assert torch.autograd.gradcheck(f, (x,))
+    assert torch.autograd.gradgradcheck(f, (x,))
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_a_row_scatter_sum_does_not_keep_its_source_for_the_backward(reduction, lowering):
+    """A source made on the way (message passing's gathered rows) is freed once the forward is done:
+    torch's index_add saves it for its backward, which nearly doubled a training step's peak memory."""
+    import weakref
+
+    h = torch.rand(E, C, dtype=torch.float64, requires_grad=True)
+    m = h * 2
+    kept = weakref.ref(m)
+    out = rearr.scatter(m, ROWS, reduction, dst=_index(ROWS, reduction), v=V)
+    del m
+    if lowering == "rows":
+        assert kept() is None
+    (g,) = torch.autograd.grad(out.sum(), h)
+    assert g.shape == h.shape
+
+
+@pytest.mark.parametrize("idx, n", [([1, 0, 1], 3), ([50, 7, 50], 100), ([2, 0, 2], 3)])
+@pytest.mark.parametrize("check_bounds", [True, False])
+def test_duplicates_under_set_are_refused_when_counted_and_when_sorted(idx, n, check_bounds, lowering):
+    """A 1-d index is checked by counting its values where they lie in 0 <= i < 2 * len, else sorted."""
+    x = torch.rand(3, C)
+    with pytest.raises(rearr.RearrError, match="more than once under 'set'"):
+        rearr.scatter(x, ROWS, "set", dst=torch.tensor(idx), v=n, check_bounds=check_bounds)
+    unique = torch.tensor([idx[0], idx[1], n - 1 if idx[0] != n - 1 else n - 2])
+    out = rearr.scatter(x, ROWS, "set", dst=unique, v=n, check_bounds=check_bounds)
+    assert torch.equal(out, x.new_zeros(n, C).index_copy_(0, unique, x))
