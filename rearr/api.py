@@ -228,6 +228,9 @@ def _tensor_and_backend(tensor: Any):
             raise RearrError("an empty list has no tensor to rearrange", code="RA500",
                              hint="pass at least one tensor")
         backend = backend_for(tensor[0])
+        for k, t in enumerate(tensor):  # nan != nan: an unknown length is RA304, not "shapes differ"
+            if backend.accepts(t):
+                planner.known_shape(t.shape, f"list item {k}")
         shape = tuple(tensor[0].shape)  # compared, not hashed: torch.compile's symbolic lengths do not hash
         same_shape = all(tuple(t.shape) == shape for t in tensor if backend.accepts(t))
         devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
@@ -303,7 +306,7 @@ def _run_indexed(op, x, backend, pattern, reduction, kwargs, into, fill, check_b
     into_shape = None
     if into is not None:
         _check_into(into, x, backend)
-        into_shape = tuple(into.shape)
+        into_shape = planner.known_shape(into.shape, "into=", "into")
     uses, run, natively_checked, steps = _indexed_plan(op, x, backend, pattern, reduction, kwargs, into_shape,
                                                        check_bounds)
     indices: dict[str, Any] = {}
@@ -873,13 +876,10 @@ def _pack_split_cached(pattern: str, op: str) -> tuple[int, int]:
 
 def asnumpy(tensor: Any) -> Any:
     """The tensor as a numpy array (detached and on the CPU for torch), as einops.asnumpy."""
-    backend = backend_for(tensor)
-    try:
-        return backend.to_numpy(tensor)
-    except (TypeError, RuntimeError, BufferError, ValueError) as e:  # bfloat16, a sparse tensor, a GPU array ...
-        raise RearrError(f"{backend.name} cannot give this {getattr(tensor, 'dtype', '')} tensor to numpy: {e}",
-                         code="RA500", shape=_shape_of(tensor),
-                         hint="convert it first, e.g. asnumpy(x.float())") from None
+    try:  # a backend refuses what numpy cannot hold with its own RearrError and fix; a lazy array's
+        return backend_for(tensor).to_numpy(tensor)  # computation raises what it raises
+    except RearrError as e:
+        raise e.with_context(op="asnumpy") from None
 
 
 def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:

@@ -292,6 +292,9 @@ UNKNOWN = {  # every public function that takes a tensor, with an unknown length
     "unpack": lambda x, u, k: rearr.unpack(u, [(2,), (-1,)], "* b"),
     "unpack along the last axis": lambda x, u, k: rearr.unpack(u.T, [(2,), (6,)], "b *"),
     "parse_shape": lambda x, u, k: rearr.parse_shape(u, "a b"),
+    "scatter, into= unknown": lambda x, u, k: rearr.scatter(x[:4], "a b -> m[i: a] b", "sum", i=np.zeros(4, int),
+                                                            into=u),
+    "a list of two unknown arrays": lambda x, u, k: rearr.rearrange([u, u + 0], "l a b -> a l b"),
 }
 
 

@@ -149,3 +149,43 @@ def test_an_edited_grammar_is_built_in_memory_with_one_note(tmp_path, monkeypatc
         assert module.__file__ == "<in memory>"
         assert standalone.parse("a b -> b a").outputs[0].dims[0].name == "b"
     assert capsys.readouterr().err.count("python -m rearr.syntax._lalr") == 1
+
+
+def _stale_checkout(tmp_path: Path) -> Path:
+    """A copy of the package whose grammar.lark was edited after the parser was generated."""
+    import shutil
+
+    shutil.copytree(REPO / "rearr", tmp_path / "rearr", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "rearr" / "syntax" / "grammar.lark", "a", encoding="utf-8") as f:
+        f.write("\n// an edit\n")
+    return tmp_path
+
+
+def test_threads_that_parse_first_in_a_stale_checkout_all_get_the_rebuilt_parser(tmp_path):
+    root = _stale_checkout(tmp_path)
+    code = ("import sys, threading, numpy as np, rearr\n"
+            "res = []\n"
+            "def go(i):\n"
+            "    try: res.append(rearr.rearrange(np.ones((2, 3)), 'a b -> b a' + ' ' * i).shape)\n"
+            "    except Exception as e: res.append(repr(e))\n"
+            "ts = [threading.Thread(target=go, args=(i,)) for i in range(8)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "import rearr.syntax._lalr_standalone as m\n"
+            "print(res == [(3, 2)] * 8, sys.modules[m.__name__] is rearr.syntax._lalr_standalone, m.__file__)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(root)},
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.split() == ["True", "True", "<in", "memory>"], out.stdout + out.stderr
+    assert out.stderr.count("python -m rearr.syntax._lalr") == 1
+
+
+def test_a_zipped_package_parses_with_its_generated_module(tmp_path):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "rearr.zip", "w") as z:
+        for p in (REPO / "rearr").rglob("*"):
+            if p.is_file() and "__pycache__" not in p.parts:
+                z.write(p, p.relative_to(REPO))
+    code = "import numpy as np, rearr; print(rearr.rearrange(np.ones((2, 3)), 'a b -> b a').shape)"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(tmp_path / "rearr.zip")},
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip() == "(3, 2)"

@@ -90,8 +90,21 @@ def to_numpy(x):
 
     try:
         return np.from_dlpack(x)
-    except (TypeError, BufferError, RuntimeError, ValueError):
+    except (TypeError, BufferError, RuntimeError, ValueError, AttributeError):
+        pass
+    try:
         return np.asarray(x)
+    except (TypeError, BufferError, RuntimeError, ValueError, AttributeError) as e:
+        raise not_for_numpy(library(x), x, e) from None
+
+
+def not_for_numpy(lib: str, x: object, e: Exception) -> RearrError:
+    """asnumpy's refusal of an array numpy cannot take: a tracer (jax.jit, vmap, grad) has no values yet."""
+    traced = "Tracer" in type(x).__name__ or "Tracer" in type(e).__name__
+    fix = ("call asnumpy outside jax.jit / vmap / grad: a traced array has no values yet" if traced else
+           f"convert it with {lib} first (a plain numeric array on the CPU), then call asnumpy")
+    return RearrError(f"{lib} cannot give this {getattr(x, 'dtype', '')} array to numpy: {str(e)[:200]}",
+                      code="RA500", hint=fix)
 
 
 def matmul(a, b):

@@ -79,7 +79,12 @@ def accepts(x: object) -> bool:
 
 
 def to_numpy(x: da.Array) -> np.ndarray:
-    return np.asarray(x.compute())  # the blocks' own type (numpy, or cupy and such) as numpy
+    """Computed (what the graph raises passes through as it is), then as numpy's asnumpy would: a
+    masked result is refused as numpy's backend refuses a masked input, never unmasked silently."""
+    out = x.compute()
+    if isinstance(out, np.ma.MaskedArray):
+        raise _np_backend.masked_input("a masked dask array")
+    return _np_backend.to_numpy(out) if isinstance(out, np.ndarray) else np.asarray(out)  # cupy blocks ...
 
 
 def stack(xs: list) -> da.Array:

@@ -32,6 +32,7 @@ import math
 import re
 from typing import Any
 
+from ..errors import RearrError
 from ..planning.plan import (
     AdvancedIndex,
     Expand,
@@ -78,7 +79,13 @@ def accepts(x: object) -> bool:
 
 
 def to_numpy(x: Any) -> Any:
-    return np.asarray(x)
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError, AttributeError, RuntimeError) as e:  # a tracer, a PRNG key array ...
+        if "key<" in str(getattr(x, "dtype", "")):
+            raise RearrError(f"a jax PRNG key array holds no numbers: {str(e)[:200]}", code="RA500",
+                             hint="asnumpy(jax.random.key_data(key))") from None
+        raise _aa.not_for_numpy("jax", x, e) from None
 
 
 def _has_values(t: Any) -> bool:

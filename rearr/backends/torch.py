@@ -131,7 +131,28 @@ def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
 
 
 def to_numpy(x: torch.Tensor):
-    return x.detach().cpu().numpy()
+    """Detached, on the CPU, with a conj or neg view resolved (numpy(force=True)); a tensor numpy cannot
+    hold is the RearrError with the conversion that fits it."""
+    try:
+        return x.numpy(force=True)
+    except (RuntimeError, TypeError) as e:
+        raise _not_for_numpy(x, e) from None
+
+
+def _not_for_numpy(x: torch.Tensor, e: Exception) -> RearrError:
+    if x.is_meta:
+        fix = "a meta tensor holds no values: run the computation on a real device"
+    elif x.is_nested:
+        fix = "x.to_padded_tensor(0) or x.unbind() first"
+    elif x.is_sparse or x.layout is not torch.strided:
+        fix = "x.to_dense() first"
+    elif _functorch_wrapped(x) or _tracing_state() is not None or x.__class__ is not TENSOR:
+        fix = "call asnumpy outside torch.compile, torch.func transforms and tracing (the tensor has no values yet)"
+    elif x.is_complex():
+        fix = "x.to(torch.complex64) first: numpy has no complex32"
+    else:
+        fix = "x.float() first: numpy has no " + str(x.dtype).removeprefix("torch.")
+    return RearrError(f"torch cannot give this {x.dtype} tensor to numpy: {str(e)[:200]}", code="RA500", hint=fix)
 
 
 def is_float(x: torch.Tensor) -> bool:

@@ -19,11 +19,14 @@ import gc
 import hashlib
 import importlib
 import sys
+from _thread import allocate_lock
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from ..errors import RearrError
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 GENERATED = Path(__file__).with_name("_lalr_standalone.py")
@@ -33,6 +36,7 @@ LEXER = "basic"  # the grammar's terminals never overlap: one regex, where "cont
 HEADER = ("# Generated from rearr/syntax/grammar.lark by `python -m rearr.syntax._lalr`\n"
           "# (Lark's stand-alone generator). Do not edit: edit grammar.lark and run that command again.\n")
 _noted: list[bool] = []  # the stale-module note is printed once per process
+_LOCK = allocate_lock()
 
 
 def grammar_digest(text: str) -> str:
@@ -41,11 +45,15 @@ def grammar_digest(text: str) -> str:
 
 
 def load(transformer: object) -> tuple[ModuleType, Any]:
-    """The generated parser module and its parser, calling ``transformer``'s methods on each rule."""
-    text = GRAMMAR.read_text(encoding="utf-8")
-    with _no_gc():
+    """The generated parser module and its parser, calling ``transformer``'s methods on each rule.
+    One thread at a time: a stale module is replaced before another thread can see it."""
+    try:
+        text: str | None = GRAMMAR.read_text(encoding="utf-8")
+    except OSError:  # a package without its data files (a zip, a frozen app): the module is all there is
+        text = None
+    with _LOCK, _no_gc():
         module = importlib.import_module(MODULE)
-        if module.GRAMMAR_SHA256 != grammar_digest(text):
+        if text is not None and module.GRAMMAR_SHA256 != grammar_digest(text):
             module = _in_memory(text)
         return module, module.Lark_StandAlone(transformer=transformer)
 
@@ -56,10 +64,22 @@ def _in_memory(text: str) -> ModuleType:
         _noted.append(True)
         print(f"rearr: {GENERATED.name} was made from another grammar.lark; building the parser in memory "
               f"(run `python -m rearr.syntax._lalr` to regenerate it)", file=sys.stderr)
+    try:
+        source = generate(text)
+    except ImportError:
+        raise RearrError(f"grammar.lark was edited after {GENERATED.name} was made, and lark is not installed to "
+                         "build the parser from it", code="RA100",
+                         hint="pip install lark, then run python -m rearr.syntax._lalr") from None
     module = ModuleType(MODULE)
     module.__dict__["__file__"] = "<in memory>"
-    sys.modules[MODULE] = module
-    exec(compile(generate(text), f"<lark stand-alone parser of {GRAMMAR}>", "exec"), module.__dict__)
+    stale = sys.modules[MODULE]
+    sys.modules[MODULE] = module  # the generated dataclasses look their module up while it runs
+    try:
+        exec(compile(source, f"<lark stand-alone parser of {GRAMMAR}>", "exec"), module.__dict__)
+    except BaseException:
+        sys.modules[MODULE] = stale
+        raise
+    setattr(sys.modules[__package__], MODULE.rpartition(".")[2], module)  # rearr.syntax._lalr_standalone too
     return module
 
 
