@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from _thread import allocate_lock  # threading's lock without importing threading (0.5 ms of `import rearr`)
+from _thread import allocate_lock  # threading's lock without importing threading (which `import rearr` would pay for)
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,7 +58,7 @@ class _Plans:
             self.table.clear()
 
 
-class _CacheInfo(Record):  # what lru_cache's cache_info() says of its size (a NamedTuple costs 0.3 ms of import)
+class _CacheInfo(Record):  # what lru_cache's cache_info() says of its size (a NamedTuple costs import time)
     maxsize: int
     currsize: int
 
@@ -271,7 +271,7 @@ def _raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwarg
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=_shape_of(tensor), op=op) from None
     if isinstance(e, RuntimeError | NotImplementedError):
-        from .planning import policy  # here: only a failed call needs it (0.2 ms less of `import rearr`)
+        from .planning import policy  # here: only a failed call needs it
 
         first = tensor[0] if isinstance(tensor, list | tuple) and tensor else tensor
         try:
@@ -580,7 +580,7 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
     around ``torch.matmul``, as one writes it by hand (docs/language.md, einsum).
     """
     try:
-        if len(tensors_and_pattern) == 3:  # two operands, the common call: issue 9 counts its overhead
+        if len(tensors_and_pattern) == 3:  # two operands, the common call: its overhead counts
             a, b, pattern = tensors_and_pattern
             lengths: tuple | None = ()
             if axes_lengths:  # plain ints only: 2.0 == 2 and True == 1 in a key (others: validated below)
@@ -737,7 +737,7 @@ def _einsum_planned(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
 
 @lru_cache(maxsize=1024)
 def _einsum_plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
-    from .planning import einsum as planner_einsum  # here: 0.6 ms of `import rearr` that only einsum needs
+    from .planning import einsum as planner_einsum  # here: only einsum needs it, not `import rearr`
 
     return planner_einsum.plan(pattern, shapes, lengths)
 

@@ -569,7 +569,7 @@ def test_docs_list_every_code_with_its_meaning():
     assert rows == CODES
 
 
-# --- two unknown lengths in one input group (issue 11, item 17) ------------------------------
+# --- two unknown lengths in one input group ------------------------------
 
 
 @pytest.mark.parametrize("shape", [(6, 2, 3), (0, 2, 3), (1, 1, 1), (6, 2), (7, 2, 3, 4)])
@@ -631,7 +631,7 @@ def test_check_reports_two_unknowns_in_a_group_unless_lengths_may_come_from_kwar
     assert check(source) == at(source, (2, "RA301", "(b m"), (5, "RA301", "(h w"))
 
 
-# --- layers (issue 8, item 5) -----------------------------------------------------------------
+# --- layers -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("header, call, needle", [
@@ -796,7 +796,7 @@ def test_any_einmix_gives_a_finding_never_a_crash():
         assert found is None or found[1].code in CODES, (pattern, weight, bias)
 
 
-# --- files Python cannot parse (issue 11, item 16) -------------------------------------------
+# --- files Python cannot parse -------------------------------------------
 
 PYTHON = "Python {}.{}.{}".format(*sys.version_info[:3])
 
@@ -845,7 +845,7 @@ def test_a_real_syntax_error_names_the_python_and_is_RA001_only_where_patterns_m
                      "invalid syntax"]
 
 
-# --- hostile files and streams (issue 11, item 18) -------------------------------------------
+# --- hostile files and streams -------------------------------------------
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs, devices and symlinks as on POSIX")
 

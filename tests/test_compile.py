@@ -1,5 +1,4 @@
-"""rearr under torch.compile (fullgraph, no graph break, no recompile) and torch.jit.trace (issue 8 part 1,
-issue 11 items 5 and 10).
+"""rearr under torch.compile (fullgraph, no graph break, no recompile) and torch.jit.trace.
 
 Cheap backends ("eager", "aot_eager") throughout; inductor once. Small tensors: the cost is compiling.
 """
@@ -277,7 +276,7 @@ def test_duplicates_under_set_under_compile_raise_rearr_error(backend):
         rows(torch.randn(3, 2), torch.tensor([3, 0, -1]))
 
 
-# --- torch.jit.trace (issue 11 item 5) -------------------------------------------
+# --- torch.jit.trace -------------------------------------------
 
 
 def test_jit_trace_keeps_the_bounds_and_duplicate_checks():
@@ -297,7 +296,7 @@ def test_jit_trace_keeps_the_bounds_and_duplicate_checks():
         traced(torch.randn(3), torch.tensor([1, 1, 2]))
 
 
-# --- check_bounds=False keeps torch's other errors (issue 11 item 10) ---------------
+# --- check_bounds=False keeps torch's other errors ---------------
 
 
 def test_unchecked_index_faults_are_ra501_and_other_errors_are_not_disguised():
@@ -312,7 +311,7 @@ def test_unchecked_index_faults_are_ra501_and_other_errors_are_not_disguised():
     assert not isinstance(caught.value, RearrError)
 
 
-# --- reduce with an unhashable callable (issue 11 item 8) ----------------------
+# --- reduce with an unhashable callable ----------------------
 
 
 class _UnhashableSum:

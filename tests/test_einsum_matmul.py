@@ -29,9 +29,6 @@ MATMULS = [
     ("b d, b i d -> b i", [(2, 4), (2, 5, 4)], {}),
     ("b i d, b d -> b i", [(2, 5, 4), (2, 4)], {}),
     ("b d, b d -> b", [(2, 4), (2, 4)], {}),
-    ("k, k ->", [(3,), (3,)], {}),
-    ("i k, k -> i", [(2, 3), (3,)], {}),
-    ("k, k j -> j", [(3,), (3, 2)], {}),
     ("b x y c, b c z -> b z x y", [(2, 3, 2, 4), (2, 4, 5)], {}),
     ("b i k1 k2, b k2 k1 j -> b i j", [(2, 3, 4, 2), (2, 2, 4, 5)], {}),
     ("b (h w) c, c d -> b h w d", [(2, 6, 4), (4, 5)], {"h": 2}),
@@ -42,6 +39,10 @@ MATMULS = [
 ]
 # not matrix products: torch.einsum runs them
 OTHERS = [
+    # unbatched dot and matrix-vector products: inductor sums them more precisely as einsum
+    ("k, k ->", [(3,), (3,)]),
+    ("i k, k -> i", [(2, 3), (3,)]),
+    ("k, k j -> j", [(3,), (3, 2)]),
     ("b i, b j -> b i j", [(2, 3), (2, 4)]),  # nothing summed: an outer product
     ("i i, i j -> j", [(3, 3), (3, 2)]),  # a diagonal
     ("i k, k j -> j", [(3, 4), (4, 2)]),  # i summed within operand 0

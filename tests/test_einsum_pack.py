@@ -271,7 +271,7 @@ def test_asnumpy():
     assert e.code == "RA500"
     bf16 = torch.ones(2, dtype=torch.bfloat16)
     e = _code(rearr.asnumpy, bf16)
-    assert e.code == "RA500" and "asnumpy(x.float())" in e.hint
+    assert e.code == "RA500" and "x.float()" in e.hint
     assert rearr.asnumpy(bf16.float()).tolist() == [1.0, 1.0]  # the hint, applied
     assert "asnumpy" in rearr.__all__
 

@@ -423,7 +423,7 @@ def test_an_index_named_like_the_calls_own_keyword_is_refused_with_a_fix_that_wo
     np.testing.assert_array_equal(got, want)
 
 
-# --- bounds checks left to the native call (issue 9) ----------------------------------------------------
+# --- bounds checks left to the native call ----------------------------------------------------
 # Where an index is read only by torch.gather / scatter_*_ / x[idx] (numpy: advanced indexing), rearr
 # lets the native call refuse a bad value instead of looking at the values first; a refused call runs
 # again with rearr's check. These pin what that must keep: rearr's message, negative values counted
@@ -492,7 +492,7 @@ def test_a_bad_row_is_refused_before_it_reaches_the_neighbouring_batch(backend, 
         api._direct_runs.cache_clear()
 
 
-# --- torch's small 'sum' scatter: one zero tensor per plan and dtype, copied by scatter_add (issue 9) ----------
+# --- torch's small 'sum' scatter: one zero tensor per plan and dtype, copied by scatter_add ----------
 
 
 def _scatter_sum(src, idx):

@@ -208,7 +208,7 @@ def check_into(into: torch.Tensor, x: torch.Tensor) -> None:
 # --- plain steps -------------------------------------------------------------
 
 
-# Shapes are passed unpacked: torch parses x.reshape(4, 6) about 0.5 us faster than x.reshape((4, 6)).
+# Shapes are passed unpacked: torch parses x.reshape(4, 6) faster than x.reshape((4, 6)).
 
 
 def reshape(step: Reshape):
@@ -661,7 +661,7 @@ _SMALL_ZEROS = 1024
 def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
     """A small zero tensor that one plan keeps per dtype and shares by every call on eager CPU tensors:
     the out-of-place scatter_add copies it, which costs less than creating zeros and adding in place
-    (about 0.6 us of a 2.5 us call). Nothing writes to it. Made outside inference_mode, so that it may
+    (a good part of a tiny call). Nothing writes to it. Made outside inference_mode, so that it may
     meet tensors that need grad, and on the CPU whatever torch's default device is (torch.device as a
     context or set_default_device); a traced or fake tensor never sees it (the caller checks).
     None, and nothing kept, when what torch.zeros made is not a plain CPU tensor: a mode active now

@@ -164,13 +164,18 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
 def _matmul(parts: list[str], sizes: dict, pre: list, post: tuple | None) -> EinsumMatmul | None:
     """The einsum ``a,b->out`` (one letter per axis) as one matmul, or None where it is not a matrix
     product: another number of operands, '...', a repeated letter (a diagonal), nothing summed (an
-    outer product is a multiplication), or a letter summed within one operand."""
+    outer product is a multiplication), a letter summed within one operand, or an unbatched product
+    with an operand that has no free axis of its own (a matrix-vector or dot product: inductor's
+    einsum sums such a long contraction in a tree, where its matmul adds it up in one sequence, less
+    precisely, and there is no attention pattern to fuse)."""
     if len(parts) != 3 or "." in "".join(parts):
         return None
     a, b, out = parts
     summed = [c for c in a if c in b and c not in out]
     if (not summed or len(set(a)) < len(a) or len(set(b)) < len(b)
-            or any(c not in out and c not in summed for c in a + b)):
+            or any(c not in out and c not in summed for c in a + b)
+            or not any(c in a and c in b for c in out)
+            and not (any(c in out and c not in b for c in a) and any(c in out and c not in a for c in b))):
         return None
     pre_a, pre_b = (None if p is None else Reshape(tuple(p)) for p in pre)
     straight = _matmul_steps(a, b, summed, out, sizes, pre_a, pre_b, post)
