@@ -228,13 +228,13 @@ def _tensor_and_backend(tensor: Any):
             raise RearrError("an empty list has no tensor to rearrange", code="RA500",
                              hint="pass at least one tensor")
         backend = backend_for(tensor[0])
-        for k, t in enumerate(tensor):  # nan != nan: an unknown length is RA304, not "shapes differ"
-            if backend.accepts(t):
-                planner.known_shape(t.shape, f"list item {k}")
         shape = tuple(tensor[0].shape)  # compared, not hashed: torch.compile's symbolic lengths do not hash
         same_shape = all(tuple(t.shape) == shape for t in tensor if backend.accepts(t))
         devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
         if not same_shape or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
+            for k, t in enumerate(tensor):  # nan != nan: an unknown length is RA304, not "shapes differ"
+                if backend.accepts(t):
+                    planner.known_shape(t.shape, f"list item {k}")
             raise RearrError("a list input must hold tensors of one library, shape and device",
                              code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
                              hint="stack only equal-shaped tensors of the same kind")
