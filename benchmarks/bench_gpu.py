@@ -4,10 +4,10 @@ On CUDA the default check_bounds=True checks index values by device-side asserti
 read nothing back to the host; check_bounds="sync" reads them once per index (the exact RearrError).
 This script, on a CUDA device:
 
-1. runs the device tests on it: ``REARR_TEST_DEVICE=cuda pytest tests/test_no_host_sync.py
+1. runs the device tests on it: ``REARR_TEST_DEVICE=cuda pytest tests/backends/test_no_host_sync.py
    tests/test_compile.py`` (conftest.py keeps the tests that take the ``on_test_device`` fixture:
    every indexed op under the host-read recorder, the compiled ops, their gradients and layers);
-2. counts the host reads of each timed call (tests/test_no_host_sync.py's recorder): none for the
+2. counts the host reads of each timed call (tests/backends/test_no_host_sync.py's recorder): none for the
    no-sync mode, one or more for "sync";
 3. times each gather and scatter with "sync", with the device-side checks (the default) and with
    check_bounds=False: interleaved rounds, wall clock, a synchronize after each loop of calls, medians;
@@ -42,7 +42,7 @@ import torch  # noqa: E402
 
 import rearr  # noqa: E402
 
-TESTS = ("tests/test_no_host_sync.py", "tests/test_compile.py")
+TESTS = ("tests/backends/test_no_host_sync.py", "tests/test_compile.py")
 
 
 def no_sync_mode(device: str) -> bool | str:
@@ -95,7 +95,7 @@ def run_tests(device: str) -> bool:
 
 
 def host_reads(f: Callable, mode: bool | str) -> int:
-    """How many host reads one call makes (the recorder of tests/test_no_host_sync.py)."""
+    """How many host reads one call makes (the recorder of tests/backends/test_no_host_sync.py)."""
     from test_no_host_sync import recording
 
     f(mode)  # planned outside the recorder

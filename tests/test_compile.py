@@ -445,7 +445,7 @@ def test_every_layer_compiles_without_a_break_once_for_every_batch(case):
     assert counter.frame_count == 1
 
 
-# --- found by an adversarial review (each failed at c35deda, loudly: none returned a wrong value) -------
+# --- calls that once raised a foreign error under compile (none returned a wrong value) ----------------
 # Each test states the promise of docs/torch_compile.md that it checks. backend="eager" keeps them fast:
 # the failures happened while dynamo ran rearr on fake tensors, before any backend.
 

@@ -339,7 +339,7 @@ def test_layers_page_examples():
     import doctest
     from pathlib import Path
 
-    from test_examples import _python_blocks  # the same reading of a Markdown page (line numbers kept)
+    from _markdown import python_blocks as _python_blocks  # the same reading of a Markdown page (line numbers kept)
 
     page = Path(__file__).resolve().parents[1] / "docs" / "layers.md"
     text = _python_blocks(page.read_text(encoding="utf-8"))

@@ -3,7 +3,7 @@
 A backend's ``CODE`` table maps each step kind to a template ``f(step, before,
 names) -> lines``, written next to the function that runs the step, and prints
 that function's native calls with the numbers of one plan (``before`` is the
-plan's Layout of the tensor the step receives). tests/test_explain.py runs
+plan's Layout of the tensor the step receives). tests/tools/test_explain.py runs
 the printed lines and compares them with rearr's result. Nothing here imports a
 framework: explain prints torch code without torch.
 """

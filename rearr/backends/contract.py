@@ -137,7 +137,7 @@ class Backend:
         return calls
 
 
-# The hooks by kind (tests/test_contract.py checks that these name every hook of the class).
+# The hooks by kind (tests/backends/test_contract.py checks that these name every hook of the class).
 REQUIRED: tuple[str, ...] = ("accepts", "stack", "concat", "einsum", "matmul", "convert_index", "check_index",
                              "dtype_kind", "dtype_range", "itemsize", "to_numpy")
 OPTIONAL: tuple[str, ...] = ("load", "checks_natively", "checks_step_natively", "ready_index", "check_into",

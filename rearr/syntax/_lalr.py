@@ -10,7 +10,7 @@ no file, and executes nothing but its own package (read by Python's import syste
 grammar.lark stays the one definition of the language. The generated module records the SHA-256 of the
 grammar text it was made from; when grammar.lark says otherwise (an edit not yet regenerated, in a
 checkout), the parser is built in memory from grammar.lark with lark, and stderr says once how to
-regenerate. tests/test_parser_cache.py fails until the committed module matches.
+regenerate. tests/syntax/test_parser_cache.py fails until the committed module matches.
 """
 
 from __future__ import annotations

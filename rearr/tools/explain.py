@@ -4,7 +4,7 @@ The report is built from the planner's Plan and nothing else: the shapes and
 strides between the steps are the plan's, and the code lines come from the
 backend's CODE table, whose template for each step sits next to the function
 that runs it (rearr/backends/torch.py, numpy.py, dask.py, array_api.py, jax.py), so
-that pasting them gives rearr's result (tests/test_explain.py runs them). This
+that pasting them gives rearr's result (tests/tools/test_explain.py runs them). This
 module keeps the prose: the axes, why each step is a view or a copy, the index
 formula. Neither importing it nor explaining imports torch, numpy or dask (the
 backend modules bind their framework late); numpy is loaded only for

@@ -15,26 +15,18 @@ import random
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from _cli import REPO, run
 
 from rearr.errors import CODES, RearrError
 from rearr.rules import layer_recipe
 from rearr.rules.recipe import UNKNOWN
 from rearr.tools import cli, lint
 
-REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "check"
 TEXT_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>RA\d{3}) (?P<text>.+)$")
 GITHUB_LINE = re.compile(r"^::error (?P<props>[^:]*)::(?P<data>.*)$")
-
-
-def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    """The console script, as a subprocess that does not depend on PATH or on rearr being installed."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    return subprocess.run([sys.executable, "-m", "rearr.tools.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, encoding="utf-8", timeout=120)
 
 
 SUMMARY = re.compile(r"^(Found [\d,]+ problems? in [\d,]+ files?|All checks passed|No problem found) "

@@ -33,7 +33,7 @@ from rearr.planning.plan import (
 )
 from rearr.tools.explain import BACKENDS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # (op, pattern, shape, reduction, keywords); an index keyword is (shape, length of the indexed axis).
 CASES = [

@@ -24,10 +24,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import strategies  # noqa: E402
+from _planner import rows_lowering_always  # noqa: E402
 from conftest import TEST_DEVICE  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_properties import rows_lowering_always  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_leaves  # noqa: E402
 
@@ -325,7 +325,7 @@ except RuntimeError as e:
 def test_a_bad_index_fails_on_the_device(value, call):
     code = _ON_DEVICE.format(device=TEST_DEVICE, value=value, call=call)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[2])
     assert "RAISED" in run.stdout, run.stdout + run.stderr[-2000:]
 
 
@@ -555,7 +555,7 @@ def test_a_dynamic_axis_length_is_named_not_printed_as_a_symbol():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the script runs instead of skipping")
 def test_the_gpu_benchmark_skips_cleanly_without_cuda():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     run = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_gpu.py")], capture_output=True,
                          text=True, timeout=300, cwd=root)
     assert run.returncode == 0, run.stderr[-2000:]

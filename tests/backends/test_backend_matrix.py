@@ -17,7 +17,7 @@ import torch
 
 import rearr
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 MAKERS = {
     "numpy": np.asarray,
@@ -61,7 +61,7 @@ CASES = {
     "`asnumpy`": lambda mk: rearr.asnumpy(mk(X)),
 }
 # The public names that take no tensor, or that are tested elsewhere on every backend: explain prints code
-# (tests/test_explain.py), RearrError is the error class.
+# (tests/tools/test_explain.py), RearrError is the error class.
 NOT_IN_TABLE = {"explain", "RearrError"}
 
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_check import REPO, run
+from _cli import REPO, run
 
 from rearr.errors import CODES
 from rearr.tools import cli, config, ignore, lint

@@ -169,7 +169,7 @@ def test_index_of_floats_is_refused(lib: str) -> None:
 
 
 def test_scatter_is_refused_naming_the_library() -> None:
-    """The standard has no at-style update; jax has one (its own backend, tests/test_jax.py)."""
+    """The standard has no at-style update; jax has one (its own backend, tests/backends/test_jax.py)."""
     src = to_lib(np.ones((3, 4), np.float32), "array_api_strict")
     idx = to_lib(np.zeros((3, 4), np.int64), "array_api_strict")
     with pytest.raises(rearr.RearrError, match="array_api_strict arrays cannot be scattered") as e:
@@ -212,7 +212,7 @@ def test_jax_inside_jit() -> None:
     pattern = "b n[i: b] c -> c b"
     g = jax.jit(lambda t, i: rearr.rearrange(t, pattern, i=i, check_bounds=False))
     np.testing.assert_array_equal(np.asarray(g(jnp.asarray(X), jnp.asarray([1, 4, 0]))), X[[0, 1, 2], [1, 4, 0]].T)
-    # With the checks on, a traced index is checked inside the program (tests/test_jax.py).
+    # With the checks on, a traced index is checked inside the program (tests/backends/test_jax.py).
     h = jax.jit(lambda t, i: rearr.rearrange(t, pattern, i=i))
     np.testing.assert_array_equal(np.asarray(h(jnp.asarray(X), jnp.asarray([1, -1, 0]))), X[[0, 1, 2], [1, 4, 0]].T)
 

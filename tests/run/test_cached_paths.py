@@ -1,5 +1,5 @@
-"""Wrong results found by an adversarial review of the calls without index brackets (each failed at
-101b5f9). Each case is called three times, so that the cached plan is exercised as well as the first."""
+"""A cached call gives the first call's answer or error: einsum with a zero-length `...`, np.matrix
+inputs, negative lengths. Each case is called three times, so the cached plans run as well as the first."""
 
 from __future__ import annotations
 

@@ -12,13 +12,11 @@ Quick by default; ``--hypothesis-profile=long`` runs 10,000 examples each.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import einops
 import numpy as np
 import pytest
 import torch
+from _planner import rows_lowering_always
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 from reference import RefInvalid, assert_matches, reference, to_numpy
@@ -179,33 +177,6 @@ def test_gather(case):
 @given(scatter_cases())
 def test_scatter(case):
     check_unchecked(case, check_case(case))
-
-
-@contextlib.contextmanager
-def rows_lowering_always():
-    """Make the planner choose its row lowering (index_select / index_add on a (rows, width)
-    view) for every size: it is otherwise taken only for tensors of ROWS_MIN_ELEMENTS or
-    more, which the strategies' tiny tensors never reach.  The plan caches are cleared on
-    the way in and out, so no plan of the other lowering is reused."""
-    import rearr.api
-    import rearr.planning.planner
-
-    assert hasattr(rearr.planning.planner, "ROWS_MIN_ELEMENTS"), \
-        "the planner's size threshold was renamed: update this test"
-    saved = rearr.planning.planner.ROWS_MIN_ELEMENTS
-    with _PLANNER_LOCK:
-        for f in rearr.api._CACHES:
-            f.cache_clear()
-        rearr.planning.planner.ROWS_MIN_ELEMENTS = 0
-        try:
-            yield
-        finally:
-            rearr.planning.planner.ROWS_MIN_ELEMENTS = saved
-            for f in rearr.api._CACHES:
-                f.cache_clear()
-
-
-_PLANNER_LOCK = threading.Lock()
 
 
 @given(st.one_of(gather_cases(), scatter_cases()))

@@ -231,9 +231,9 @@ def test_the_backend_docs_examples_hold():
     import doctest
     from pathlib import Path
 
-    from test_examples import _python_blocks
+    from _markdown import python_blocks as _python_blocks
 
-    path = Path(__file__).resolve().parent.parent / "docs" / "backends.md"
+    path = Path(__file__).resolve().parents[2] / "docs" / "backends.md"
     test = doctest.DocTestParser().get_doctest(_python_blocks(path.read_text(encoding="utf-8")), {},
                                                "docs/backends.md", str(path), 0)
     assert test.examples, "docs/backends.md lost its examples"

@@ -30,7 +30,7 @@ import torch
 import rearr
 from rearr import RearrError
 
-CORPUS = Path(__file__).parent / "fixtures" / "einops_corpus.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "einops_corpus.jsonl"
 ENTRIES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
 _TOKEN = re.compile(r"\.\.\.|\(|\)|[^\W\d]\w*|\d+|\S")
 

@@ -1,6 +1,6 @@
-"""Calls where `rearr check` and running the call disagreed, found by an adversarial review (each failed
-at ca5523e). Each case is run (the oracle) and checked: check reports an error iff the call raises a
-RearrError that no input could avoid, with the code that the call raises. What check still leaves to run
+"""`rearr check` agrees with running the call, on cases where the two once disagreed. Each case is run
+(the oracle) and checked: check reports an error iff the call raises a RearrError that no input could
+avoid, with the code that the call raises. What check still leaves to run
 time is listed in docs/check.md."""
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from _markdown import python_blocks
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 README = ROOT / "README.md"
 LANGUAGE = ROOT / "docs" / "language.md"
@@ -151,20 +152,8 @@ def test_readme_tour_runs():
 # --- docs/language.md --------------------------------------------------------------
 
 
-def _python_blocks(text: str) -> str:
-    """Only the ```python blocks of a Markdown file, other lines blanked (so line numbers stay right)."""
-    out, inside = [], False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            inside = line.strip() == "```python"
-            out.append("")
-        else:
-            out.append(line if inside else "")
-    return "\n".join(out) + "\n"
-
-
 def test_language_reference_examples():
-    text = _python_blocks(LANGUAGE.read_text(encoding="utf-8"))
+    text = python_blocks(LANGUAGE.read_text(encoding="utf-8"))
     sys.path.insert(0, str(ROOT))
     try:
         test = doctest.DocTestParser().get_doctest(text, {}, "docs/language.md", str(LANGUAGE), 0)

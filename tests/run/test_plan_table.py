@@ -86,7 +86,7 @@ def test_a_torch_tensor_does_not_load_numpy_ma():
 
     code = ("import sys, numpy, torch, rearr; rearr.rearrange(torch.zeros(2, 3), 'a b -> b a'); "
             "rearr.rearrange(numpy.zeros((2, 3)), 'a b -> b a'); print('numpy.ma' in sys.modules)")
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120,
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr

@@ -16,7 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
 from rearr.syntax import _lalr, parser
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 VALID = [
     "b c h w -> b (c h w)", "a b c->(a b)c", "b (h w) c -> b h w c", "... h w -> ... (h w)",

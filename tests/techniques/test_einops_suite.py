@@ -67,7 +67,7 @@ EXCLUDED = {
     "test_other::test_backends_installed": "tests einops' backend classes (AbstractBackend subclasses)",
     "test_other::test_is_float_type": "tests einops' backend classes' is_float_type",
     "test_other::test_einops_threading": "runs einops itself in a subprocess, out of the shim's reach (and calls "
-    "a bare `python`); rearr's threads: tests/test_threads.py",
+    "a bare `python`); rearr's threads: tests/run/test_threads.py",
     "test_einsum::test_functional_errors": "asserts einops' exact messages and exception classes, and that "
     "'()', groups and anonymous axes raise NotImplementedError: rearr takes '()' and groups (a limit it lifts); "
     "each case is in tests/test_einsum_pack.py::test_einops_einsum_error_cases",
