@@ -24,6 +24,7 @@ docs, keep the error tables complete, and run the pre-commit snippet of docs/che
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import doctest
 import importlib.util
@@ -33,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tokenize
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +121,58 @@ def _padded(block: Block) -> str:
     return "\n" * (block.line - 1) + block.body
 
 
+def _claim(comment: str) -> tuple[bool, object]:
+    """What a trailing comment says an expression gives: the comment, or its part after the last ': ',
+    read as a Python literal (`# (2, 12)`, `# split and merge: (2, 6, 2)`, `# [1., 5.]`); (False, None)
+    for a comment that is prose."""
+    text = comment.lstrip("#").strip()
+    for candidate in (text, text.rpartition(": ")[2]):
+        try:
+            return True, ast.literal_eval(candidate)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return False, None
+
+
+def _holds(value: object, claim: object) -> bool:
+    """A tuple of ints claims a tensor's shape, a list its values; anything else is compared with ==."""
+    if hasattr(value, "shape") and isinstance(claim, tuple) and all(isinstance(n, int) for n in claim):
+        return tuple(value.shape) == claim
+    if hasattr(value, "shape") and isinstance(claim, list):
+        import numpy as np
+
+        from rearr import asnumpy
+
+        got = np.asarray(asnumpy(value))
+        return got.shape == np.shape(claim) and bool(np.allclose(got, claim))
+    return bool(value == claim)
+
+
+def _claims_checked(block: Block) -> tuple[ast.Module, list[tuple[object, str]]]:
+    """The block's code, each top-level expression whose comment claims its value wrapped in
+    `__claim__(value, i)`, and the claims (the statements and their order are the block's own)."""
+    source = _padded(block)
+    tree = ast.parse(source, str(block.page))
+    comments = {tok.start[0]: tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                if tok.type == tokenize.COMMENT}
+    claims: list[tuple[object, str]] = []
+    for stmt in tree.body:
+        claimed, claim = _claim(comments.get(stmt.end_lineno, "")) if isinstance(stmt, ast.Expr) else (False, None)
+        if claimed:
+            claims.append((claim, f"{block.page.relative_to(ROOT)}:{stmt.end_lineno}"))
+            stmt.value = ast.Call(ast.Name("__claim__", ast.Load()), [stmt.value, ast.Constant(len(claims) - 1)], [])
+    return ast.fix_missing_locations(tree), claims
+
+
 def _run_script(block: Block, namespace: dict) -> None:
-    code = compile(_padded(block), str(block.page), "exec")
+    tree, claims = _claims_checked(block)
+
+    def check(value: object, i: int) -> None:
+        claim, where = claims[i]
+        assert _holds(value, claim), f"{where}: the comment says {claim!r}, the line gives {value!r}"
+
+    namespace["__claim__"] = check
+    code = compile(tree, str(block.page), "exec")
     out = io.StringIO()
     expected = block.output
     try:
@@ -313,4 +365,16 @@ def test_the_docs_commit_snippet_runs(tmp_path: Path):
 
 def test_the_test_extra_installs_pre_commit():
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '"pre-commit' in re.search(r"^test = \[(.*?)\]", text, re.M)[1]
+    assert '"pre-commit' in re.search(r"^test = \[(.*)\]$", text, re.M)[1]
+
+
+def test_a_comment_that_claims_a_value_is_checked():
+    page = ROOT / "README.md"
+    claims = [claim for b in python_blocks(page) if b.kind == "script" for claim in _claims_checked(b)[1]]
+    assert len(claims) >= 15, claims  # the tour's `# (2, 12)` comments were found
+    wrong = Block(page, "python", "import numpy as np\nnp.ones((2, 3))  # a (2, 3) array: (3, 2)\n", 1)
+    with pytest.raises(AssertionError, match="the block raised") as info:
+        _run_script(wrong, {})
+    assert "the comment says (3, 2)" in str(info.value.__cause__)
+    _run_script(Block(page, "python", "2 + 2  # four: 4\nprint('x')  # prose, no claim\n", 1,
+                      output=Block(page, "text", "x\n", 4)), {})
