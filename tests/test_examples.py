@@ -1,15 +1,15 @@
-"""The examples and the README's quick start, run as a user would.
+"""The examples, the README's quick start and docs/language.md, run as a user would.
 
 - every examples/*.py runs as a subprocess and exits 0 (each asserts its own results);
 - the README's "Quick start" has exactly two commands, in the agreed form, and the example the first
   one runs works; with REARR_SLOW_TESTS=1 (set by .ci/run) the first command itself runs in a fresh
-  virtual environment on a copy of the repository.
-
-The code blocks of the README and docs/*.md run in tests/test_docs_run.py.
+  virtual environment on a copy of the repository;
+- every `>>>` example in docs/language.md holds (doctest), so the reference cannot drift.
 """
 
 from __future__ import annotations
 
+import doctest
 import os
 import re
 import shutil
@@ -22,6 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 README = ROOT / "README.md"
+LANGUAGE = ROOT / "docs" / "language.md"
 
 RUN_COMMAND = re.compile(
     r"^python3 -m venv \.venv && \.venv/bin/pip install -e \. && \.venv/bin/python (?P<script>examples/\w+\.py)$"
@@ -121,3 +122,32 @@ def test_readme_run_command_in_a_fresh_venv(tmp_path: Path):
                           text=True, timeout=900)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.stdout.rstrip().endswith("ok"), done.stdout[-1000:]
+
+
+# --- docs/language.md --------------------------------------------------------------
+
+
+def _python_blocks(text: str) -> str:
+    """Only the ```python blocks of a Markdown file, other lines blanked (so line numbers stay right)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            inside = line.strip() == "```python"
+            out.append("")
+        else:
+            out.append(line if inside else "")
+    return "\n".join(out) + "\n"
+
+
+def test_language_reference_examples():
+    text = _python_blocks(LANGUAGE.read_text(encoding="utf-8"))
+    sys.path.insert(0, str(ROOT))
+    try:
+        test = doctest.DocTestParser().get_doctest(text, {}, "docs/language.md", str(LANGUAGE), 0)
+        assert len(test.examples) > 100, "the reference's examples were not found"
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        failures = []
+        runner.run(test, out=failures.append)
+        assert runner.failures == 0, "".join(failures)
+    finally:
+        sys.path.remove(str(ROOT))

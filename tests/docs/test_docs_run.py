@@ -13,7 +13,7 @@ How a ```python block is read (the convention of the docs; tests/README.md repea
 - an HTML comment on the line before a block marks it:
   - `<!-- not run: REASON -->`: not executed, for the reason given (which is required);
   - `<!-- file: PATH -->`: a file that the ```console examples after it run `rearr check` on
-    (tests/test_check_options.py runs them);
+    (test_check_options.py runs them);
   - `<!-- rearr check -->`: source for `rearr check`: each comment `# RAnnn MESSAGE` is a finding on
     its line, with that code and message, and the block has no other finding.
 
@@ -43,7 +43,7 @@ import pytest
 
 from rearr.errors import CODES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 OPTIONAL = ("torch", "jax", "dask", "array_api_strict", "array_api_compat")
 TRACEBACK = "Traceback (most recent call last):\n  ...\n"
@@ -272,7 +272,7 @@ def test_user_docs_carry_no_internal_project_text(page: Path):
 
 def test_the_reference_lists_every_error_code():
     """docs/language.md's table holds every code of rearr.errors.CODES (docs/check.md's is compared with
-    the meanings in tests/test_check.py)."""
+    the meanings in test_check.py)."""
     text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
     section = text[text.index("\n## Errors\n"):text.index("\n## Decisions\n")]
     assert re.findall(r"^\| (RA\d{3}) \|", section, re.M) == sorted(CODES)
