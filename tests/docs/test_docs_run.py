@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import doctest
 import importlib.util
 import io
@@ -36,7 +37,6 @@ import subprocess
 import sys
 import tokenize
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -49,7 +49,7 @@ OPTIONAL = ("torch", "jax", "dask", "array_api_strict", "array_api_compat")
 TRACEBACK = "Traceback (most recent call last):\n  ...\n"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Block:
     """One fenced block of a page: its language, its text, its first line (1-based) and its marker."""
 
@@ -63,7 +63,8 @@ class Block:
     @property
     def kind(self) -> str:
         if self.marker is not None:
-            return self.marker.split(":")[0].strip()
+            name = self.marker.split(":")[0].strip()
+            return "rearr check" if name.startswith("rearr check") else name  # `rearr check --einops` too
         return "doctest" if self.body.lstrip().startswith(">>>") else "script"
 
     @property
@@ -95,7 +96,7 @@ def blocks(page: Path) -> list[Block]:
             not line.strip() for line in lines[previous.line + previous.body.count("\n"):i])
         if (block.lang in ("text", "pytb") and previous is not None and previous.lang == "python"
                 and previous.kind == "script" and previous.output is None and blank_between and marker is None):
-            found[-1] = Block(previous.page, previous.lang, previous.body, previous.line, previous.marker, block)
+            found[-1] = dataclasses.replace(previous, output=block)
         else:
             found.append(block)
         i = end + 1
@@ -112,7 +113,7 @@ RUN_PAGES = [p for p in PAGES if any(b.kind in ("script", "doctest") for b in py
 
 def _missing_frameworks(page: Path) -> list[str]:
     imported = set(re.findall(r"^(?:>>> |\.\.\. )?\s*(?:import|from) (\w+)",
-                              "".join(b.body for b in python_blocks(page)), re.M))
+                              "".join(b.body for b in python_blocks(page) if b.kind in ("script", "doctest")), re.M))
     return [name for name in OPTIONAL if name in imported and importlib.util.find_spec(name) is None]
 
 
