@@ -125,30 +125,6 @@ def test_readme_run_command_in_a_fresh_venv(tmp_path: Path):
     assert done.stdout.rstrip().endswith("ok"), done.stdout[-1000:]
 
 
-README_TOUR_SETUP = """
-import numpy as np
-emb, tokens = np.random.randn(10, 4), np.array([[1, 2], [3, 9]])
-img, ys, xs = np.random.randn(2, 5, 6, 3), np.array([[0, 4], [1, 2]]), np.array([[5, 0], [3, 3]])
-feat, s, d = np.random.randn(4, 2), np.array([0, 1, 2, 3, 0]), np.array([1, 1, 2, 0, 3])
-a, b = np.ones((2, 3)), np.ones((3, 4))
-"""
-
-
-def test_readme_tour_runs():
-    """Every ```python block of the README runs (in order, one namespace; the tour's placeholders
-    such as `emb` and `img` get small arrays)."""
-    blocks = re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M)
-    assert len(blocks) >= 4
-    sys.path.insert(0, str(ROOT))
-    try:
-        namespace: dict = {}
-        exec(README_TOUR_SETUP, namespace)
-        for block in blocks:
-            exec(compile(block, "README.md", "exec"), namespace)
-    finally:
-        sys.path.remove(str(ROOT))
-
-
 # --- docs/language.md --------------------------------------------------------------
 
 
