@@ -42,6 +42,9 @@ def test_the_library_raises_the_same_code_when_it_runs():
     'y = rearr.rearrange(x, "b c -> b () c")\nz = rearr.rearrange(y, "b c -> c b")\n',
     'y: object = rearr.rearrange(x, "b c h -> b (c h)")\nrearr.reduce(y, "b c h -> b", "sum")\n',
     'y = rearr.rearrange(x, "b c h -> b (c h)")\nprint(rearr.rearrange(y, "b c h -> b h c"))\n',
+    # a '...' in a group is one dimension; a pattern with '...' needs at least its named dimensions
+    'y = rearr.rearrange(x, "b ... -> b (...)")\nrearr.rearrange(y, "b c h -> b h c")\n',
+    'y = rearr.rearrange(x, "b c h -> b (c h)")\nrearr.rearrange(y, "b c h ... -> b h c ...")\n',
 ])
 def test_followed_forms(body):
     assert [code for _, code, _ in findings(body)] == ["RA304"]
@@ -69,8 +72,9 @@ def test_followed_forms(body):
     'rearr.rearrange(y, "b c h -> b h c")\n',
     # a lambda runs later, after what is known may have changed
     'y = rearr.rearrange(x, "b c h -> b (c h)")\ng = lambda: rearr.rearrange(y, "b c h -> b h c")\n',
-    # '...' and index brackets give no certain rank; *args hides the tensor
-    'y = rearr.rearrange(x, "b ... -> b (...)")\nrearr.rearrange(y, "b c h -> b h c")\n',
+    # '...' that may stand for any number of dimensions, and index brackets, give no certain rank;
+    # *args hides the tensor
+    'y = rearr.rearrange(x, "b ... -> b ...")\nrearr.rearrange(y, "b c h -> b h c")\n',
     'y = rearr.rearrange(x, "b c h -> b (c h)")\nrearr.rearrange(y, "b ... -> ... b")\n',
     'y = rearr.rearrange(x, "b n[i] -> b", i=other)\nrearr.rearrange(y, "b c -> c b")\n',
     'y = rearr.rearrange(x, "b c h -> b (c h)")\nrearr.rearrange(*[y], "b c h -> b h c")\n',
@@ -116,7 +120,8 @@ SEQ_HEAD = "import torch\nfrom torch import nn\nfrom rearr.layers import Rearran
     ('nn.Sequential(Reduce("b c h w -> b c h", "max"), Rearrange("b c h -> b h c"))', []),
     ('nn.Sequential(Rearrange("b c h w -> b (c h w)"), nn.Unflatten(1, (3, 4, 5)), Rearrange("b c h w -> b h w c"))',
      []),
-    ('nn.Sequential(Rearrange("b ... -> b (...)"), Rearrange("b c h -> b h c"))', []),
+    ('nn.Sequential(Rearrange("b ... -> b (...)"), Rearrange("b c h -> b h c"))', ["RA304"]),  # (...) is one
+    ('nn.Sequential(Rearrange("b ... -> b ..."), Rearrange("b c h -> b h c"))', []),
     # flax's and keras' Sequential take a list; another Sequential is not torch's
     ('nn.Sequential([Rearrange("b c h w -> b (c h w)"), Rearrange("b c h w -> b h w c")])', []),
     ('Sequential(Rearrange("b c h w -> b (c h w)"), Rearrange("b c h w -> b h w c"))', []),
