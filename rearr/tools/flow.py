@@ -117,11 +117,16 @@ def _last_name(node: ast.expr) -> str | None:
 
 def _body(function: ast.FunctionDef | ast.AsyncFunctionDef, known: dict[str, Shape], calls: Calls
           ) -> Iterator[Finding]:
+    if any(isinstance(s, (ast.Global, ast.Nonlocal)) for s in function.body):
+        return  # names shared with other code: nothing is certain
     shared = _named_in_nested(function)
-    known = {name: shape for name, shape in known.items() if name not in shared}
-    for stmt in function.body:
-        if isinstance(stmt, (ast.Global, ast.Nonlocal)):
-            return  # names shared with other code: nothing is certain
+    yield from _block(function.body, {n: s for n, s in known.items() if n not in shared}, calls, shared)
+
+
+def _block(body: list[ast.stmt], known: dict[str, Shape], calls: Calls, shared: set[str]) -> Iterator[Finding]:
+    """The findings of statements run one after the other, from what is known before the first (which
+    is updated as they run). A branch's or a loop's body is followed from what is certain when it starts."""
+    for stmt in body:
         targets = _targets(stmt)
         changed = _changed(stmt, calls, targets)
         if isinstance(stmt, _PLAIN):
@@ -130,13 +135,42 @@ def _body(function: ast.FunctionDef | ast.AsyncFunctionDef, known: dict[str, Sha
             for call in _direct_calls(stmt):
                 if call in calls:
                     yield from _checked(call, calls, now, results)
+        else:
+            for block, entry in _blocks(stmt, known, changed, calls):
+                yield from _block(block, entry, calls, shared)
         for name in changed | {t.id for t in targets}:
             known.pop(name, None)
         bound = _binding(stmt, calls, known, shared)
         if bound is not None:
             known[bound[0]] = bound[1]
-        if isinstance(stmt, (ast.Return, ast.Raise)):
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
             return  # what follows does not run
+
+
+def _blocks(stmt: ast.stmt, known: dict[str, Shape], changed: set[str], calls: Calls
+            ) -> Iterator[tuple[list[ast.stmt], dict[str, Shape]]]:
+    """The bodies of a compound statement, each with what is certain when it starts."""
+    def minus(names: set[str]) -> dict[str, Shape]:
+        return {name: shape for name, shape in known.items() if name not in names}
+
+    if isinstance(stmt, ast.If):
+        entry = _changed(stmt.test, calls, []) | _names(stmt.test)
+        yield stmt.body, minus(entry)
+        yield stmt.orelse, minus(entry)
+    elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):  # a second round sees what the first changed
+        yield stmt.body, minus(changed)
+        yield stmt.orelse, minus(changed)
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        entry = set().union(*(_changed(item, calls, []) for item in stmt.items))
+        yield stmt.body, minus(entry)
+    elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        yield stmt.body, minus(set())  # type: ignore[attr-defined]
+        for block in (*(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):  # type: ignore[attr-defined]
+            yield block, minus(changed)
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _named_in_nested(function: ast.AST) -> set[str]:
@@ -187,12 +221,17 @@ def _changed(stmt: ast.stmt, calls: Calls, targets: list[ast.Name]) -> set[str]:
                 root = root.value
             if isinstance(root, ast.Name):  # y.data = z, y[0] = 1: a store into y
                 names.add(root.id)
+        elif isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+            names.update(_names(node.test))  # code that tests a tensor does not take its shape for certain
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             names.update(node.names)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).partition(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler,
+                               ast.MatchAs, ast.MatchStar)) and node.name:
             names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
         stack.extend((child, node) for child in ast.iter_child_nodes(node))
     return names
 
@@ -290,7 +329,8 @@ def _lengths(call: ast.Call) -> dict[str, int]:
     for k in call.keywords:
         if k.arg not in _NOT_LENGTHS:
             value = k.value.value if isinstance(k.value, ast.Constant) else None
-            found[str(k.arg)] = value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else _GIVEN
+            literal = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            found[str(k.arg)] = value if literal else _GIVEN  # type: ignore[assignment]
     return found
 
 

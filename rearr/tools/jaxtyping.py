@@ -118,7 +118,7 @@ class Annotations:
         if not (isinstance(args, ast.Tuple) and len(args.elts) == 2):
             return None
         array, shape = args.elts
-        if self.qualified(array) not in ARRAYS or not (isinstance(shape, ast.Constant) and isinstance(shape.value, str)):
+        if self.qualified(array) not in ARRAYS or not isinstance(shape, ast.Constant) or not isinstance(shape.value, str):
             return None
         dims = parse_dims(shape.value)
         return None if dims is None else (dims, shape.value)
