@@ -34,7 +34,7 @@ def test_a_rank_that_cannot_match_the_next_pattern():
 def test_the_library_raises_the_same_code_when_it_runs():
     y = rearr.rearrange(np.zeros((2, 3, 4, 5)), "b c h w -> b (c h w)")
     with pytest.raises(RearrError) as info:
-        rearr.rearrange(y, "b c h w -> b h w c")
+        rearr.rearrange(y, "b c h w -> b h w c")  # noqa: RA304
     assert info.value.code == "RA304"
 
 
