@@ -311,10 +311,13 @@ def test_a_nested_function_has_its_own_annotations():
     'y = rearr.rearrange(x, "b c h -> b (c h)")\ny.data = other\nrearr.rearrange(y, "b c h -> b h c")\n',
     'y = rearr.rearrange(x, "b c h -> b (c h)")\ny[0] += 1\nrearr.rearrange(y, "b c h -> b h c")\n',
     'y = rearr.rearrange(x, "b c h -> b (c h)")\nd = {"y": y}\nrearr.rearrange(y, "b c h -> b h c")\n',
-    'y = rearr.rearrange(x, "b c h -> b (c h)")\ng = lambda: y.unsqueeze_(0)\ng()\nrearr.rearrange(y, "b c h -> b h c")\n',
-    'def g():\n    y.unsqueeze_(0)\ny = rearr.rearrange(x, "b c h -> b (c h)")\ng()\nrearr.rearrange(y, "b c h -> b h c")\n',
+    'y = rearr.rearrange(x, "b c h -> b (c h)")\ng = lambda: y.unsqueeze_(0)\ng()\n'
+    'rearr.rearrange(y, "b c h -> b h c")\n',
+    'def g():\n    y.unsqueeze_(0)\ny = rearr.rearrange(x, "b c h -> b (c h)")\ng()\n'
+    'rearr.rearrange(y, "b c h -> b h c")\n',
     # a loop that changes y anywhere in its body: its second round sees that change
-    'y = rearr.rearrange(x, "b c h -> b (c h)")\nfor i in other:\n    rearr.rearrange(y, "b c h -> b h c")\n    y = x\n',
+    'y = rearr.rearrange(x, "b c h -> b (c h)")\nfor i in other:\n    rearr.rearrange(y, "b c h -> b h c")\n'
+    '    y = x\n',
     'y = rearr.rearrange(x, "b c h -> b (c h)")\nwhile cond:\n    rearr.rearrange(y, "b c h -> b h c")\n'
     '    y = x\n',
     # a try's handlers run from anywhere in its body

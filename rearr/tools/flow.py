@@ -66,12 +66,23 @@ class Shape:
 
 def check_functions(tree: ast.Module, calls: Calls, source: str = "") -> Iterator[Finding]:
     """The findings of each function that makes a followed call (RA302, RA303, RA304)."""
-    annotations = jaxtyping.Annotations(tree) if "jaxtyping" in source else None
-    if len(calls) < 2 and annotations is None:
+    typed = "jaxtyping" in source
+    if len(calls) < 2 and not typed:
         return  # one call and no annotation: nothing to follow
+    annotations: jaxtyping.Annotations | None = None  # read once, when a function has an annotation to read
     for function in _functions_calling(tree, calls):
-        known = _parameters(function, annotations) if annotations is not None else {}
+        known: dict[str, Shape] = {}
+        if typed and _subscripted(function):
+            annotations = annotations or jaxtyping.Annotations(tree)
+            known = _parameters(function, annotations)
         yield from _body(function, known, calls)
+
+
+def _subscripted(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a parameter has an annotation that may be jaxtyping's (``F[...]``, or a string)."""
+    args = function.args
+    return any(isinstance(a.annotation, (ast.Subscript, ast.Constant)) for a in [*args.posonlyargs, *args.args,
+                                                                              *args.kwonlyargs])
 
 
 def _functions_calling(tree: ast.Module, calls: Calls) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:

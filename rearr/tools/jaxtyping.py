@@ -118,10 +118,14 @@ class Annotations:
         if not (isinstance(args, ast.Tuple) and len(args.elts) == 2):
             return None
         array, shape = args.elts
-        if self.qualified(array) not in ARRAYS or not isinstance(shape, ast.Constant) or not isinstance(shape.value, str):
+        if self.qualified(array) not in ARRAYS or not _is_str(shape):
             return None
         dims = parse_dims(shape.value)
         return None if dims is None else (dims, shape.value)
+
+
+def _is_str(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _is_dtype(name: str) -> bool:
