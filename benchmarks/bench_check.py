@@ -39,13 +39,17 @@ def torch_sources() -> list[tuple[str, str]]:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("torch is not installed: nothing to time")
+    return [source for root in spec.submodule_search_locations for source in tree_sources(root)]
+
+
+def tree_sources(root: str) -> list[tuple[str, str]]:
+    """(path, text) of every .py file under root that reads as UTF-8, in sorted order."""
     sources = []
-    for root in spec.submodule_search_locations:
-        for path in sorted(pathlib.Path(root).rglob("*.py")):
-            try:
-                sources.append((str(path), path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError):
-                continue
+    for path in sorted(pathlib.Path(root).rglob("*.py")):
+        try:
+            sources.append((str(path), path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
     return sources
 
 
@@ -72,16 +76,6 @@ def compare(name: str, check, sources: list[tuple[str, str]], rounds: int, base_
     b, o = statistics.median(base), statistics.median(ours)
     print(f"{name:>26}: {labels[0]} {b * 1e3:8.1f} ms   {labels[1]} {o * 1e3:8.1f} ms   ratio {o / b:.3f}")
     return o / b
-
-
-def tree_sources(root: str) -> list[tuple[str, str]]:
-    sources = []
-    for path in sorted(pathlib.Path(root).rglob("*.py")):
-        try:
-            sources.append((str(path), path.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError):
-            continue
-    return sources
 
 
 def without_flow(check):
