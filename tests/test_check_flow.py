@@ -380,3 +380,16 @@ def test_the_docs_shape_flow_examples(example):
             expected[n] = (m[1], m[2])
     found = {p.line: (p.code, p.message) for p in lint.check_source(example, einops=True)}
     assert found == expected
+
+
+@pytest.mark.parametrize("body, found", [
+    ('y: Float[Tensor, "b c h"] = other(x)\nreturn rearr.rearrange(y, "b c -> c b")', ["RA304"]),
+    ('y: Float[Tensor, "b 6"] = other(x)\nreturn rearr.rearrange(y, "b (h w) -> b h w", h=4)', ["RA302"]),
+    # the value is a followed call: its result is what is known
+    ('y: Float[Tensor, "b c"] = rearr.rearrange(x, "b c h -> b (c h)")\nreturn rearr.rearrange(y, "b c -> c b")', []),
+    # a changed local, and a local without a value
+    ('y: Float[Tensor, "b c h"] = other(x)\ny = y[None]\nreturn rearr.rearrange(y, "b c -> c b")', []),
+    ('y: Float[Tensor, "b c h"]\ny = other(x)\nreturn rearr.rearrange(y, "b c -> c b")', []),
+])
+def test_an_annotated_local_has_its_annotations_shape(body, found):
+    assert [c for c, _ in jt_findings("x", body)] == found

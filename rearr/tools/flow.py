@@ -66,23 +66,43 @@ class Shape:
 
 def check_functions(tree: ast.Module, calls: Calls, source: str = "") -> Iterator[Finding]:
     """The findings of each function that makes a followed call (RA302, RA303, RA304)."""
-    typed = "jaxtyping" in source
-    if len(calls) < 2 and not typed:
+    typed = _Typed(tree) if "jaxtyping" in source else None
+    if len(calls) < 2 and typed is None:
         return  # one call and no annotation: nothing to follow
-    annotations: jaxtyping.Annotations | None = None  # read once, when a function has an annotation to read
     for function in _functions_calling(tree, calls):
         known: dict[str, Shape] = {}
-        if typed and _subscripted(function):
-            annotations = annotations or jaxtyping.Annotations(tree)
-            known = _parameters(function, annotations)
-        yield from _body(function, known, calls)
+        if typed is not None and _subscripted(function):
+            known = _parameters(function, typed.annotations())
+        yield from _body(function, known, calls, typed)
 
 
 def _subscripted(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether a parameter has an annotation that may be jaxtyping's (``F[...]``, or a string)."""
     args = function.args
-    return any(isinstance(a.annotation, (ast.Subscript, ast.Constant)) for a in [*args.posonlyargs, *args.args,
-                                                                              *args.kwonlyargs])
+    return any(isinstance(a.annotation, (ast.Subscript, ast.Constant))
+               for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+
+
+class _Typed:
+    """A file that names jaxtyping: its annotations, read once when some annotation is to be read."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.read: jaxtyping.Annotations | None = None
+
+    def annotations(self) -> jaxtyping.Annotations:
+        if self.read is None:
+            self.read = jaxtyping.Annotations(self.tree)
+        return self.read
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What the statements of one function body are read with."""
+
+    calls: Calls
+    shared: set[str]  # names that a nested function, lambda or class names: never followed
+    typed: _Typed | None
 
 
 def _functions_calling(tree: ast.Module, calls: Calls) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -126,17 +146,18 @@ def _last_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
-def _body(function: ast.FunctionDef | ast.AsyncFunctionDef, known: dict[str, Shape], calls: Calls
-          ) -> Iterator[Finding]:
+def _body(function: ast.FunctionDef | ast.AsyncFunctionDef, known: dict[str, Shape], calls: Calls,
+          typed: _Typed | None) -> Iterator[Finding]:
     if any(isinstance(s, (ast.Global, ast.Nonlocal)) for s in function.body):
         return  # names shared with other code: nothing is certain
-    shared = _named_in_nested(function)
-    yield from _block(function.body, {n: s for n, s in known.items() if n not in shared}, calls, shared)
+    scope = _Scope(calls, _named_in_nested(function), typed)
+    yield from _block(function.body, {n: s for n, s in known.items() if n not in scope.shared}, scope)
 
 
-def _block(body: list[ast.stmt], known: dict[str, Shape], calls: Calls, shared: set[str]) -> Iterator[Finding]:
+def _block(body: list[ast.stmt], known: dict[str, Shape], scope: _Scope) -> Iterator[Finding]:
     """The findings of statements run one after the other, from what is known before the first (which
     is updated as they run). A branch's or a loop's body is followed from what is certain when it starts."""
+    calls = scope.calls
     for stmt in body:
         targets = _targets(stmt)
         changed = _changed(stmt, calls, targets)
@@ -148,10 +169,10 @@ def _block(body: list[ast.stmt], known: dict[str, Shape], calls: Calls, shared: 
                     yield from _checked(call, calls, now, results)
         else:
             for block, entry in _blocks(stmt, known, changed, calls):
-                yield from _block(block, entry, calls, shared)
+                yield from _block(block, entry, scope)
         for name in changed | {t.id for t in targets}:
             known.pop(name, None)
-        bound = _binding(stmt, calls, known, shared)
+        bound = _binding(stmt, known, scope)
         if bound is not None:
             known[bound[0]] = bound[1]
         if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
@@ -258,19 +279,27 @@ def _safe_use(name: ast.Name, parent: ast.AST | None, calls: Calls) -> bool:
     return isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue))
 
 
-def _binding(stmt: ast.stmt, calls: Calls, known: dict[str, Shape], shared: set[str]) -> tuple[str, Shape] | None:
-    """``y = <a followed call>`` (or ``y: T = ...``): y and what is then known of its tensor."""
+def _binding(stmt: ast.stmt, known: dict[str, Shape], scope: _Scope) -> tuple[str, Shape] | None:
+    """``y = <a followed call>`` (or ``y: T = ...``), or ``y: Float[Tensor, "b c"] = ...``: y and what is
+    then known of its tensor."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target, value = stmt.targets[0], stmt.value
     elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
         target, value = stmt.target, stmt.value
     else:
         return None
-    if not isinstance(target, ast.Name) or target.id in shared or not isinstance(value, ast.Call) or value not in calls:
+    if not isinstance(target, ast.Name) or target.id in scope.shared:
         return None
-    # The value's own input is read as it was before the statement (y = rearrange(y, ...)).
-    shape = _result(value, calls, known, {})
-    return None if shape is None else (target.id, shape)
+    if isinstance(value, ast.Call) and value in scope.calls:
+        # The value's own input is read as it was before the statement (y = rearrange(y, ...)).
+        shape = _result(value, scope.calls, known, {})
+        return None if shape is None else (target.id, shape)
+    if isinstance(stmt, ast.AnnAssign) and scope.typed is not None:  # a local's annotation, as a parameter's
+        found = scope.typed.annotations().dims(stmt.annotation)
+        if found is not None:
+            (head, tail), text = found
+            return target.id, Shape(head, tail, stmt.lineno, text, "annotation")
+    return None
 
 
 def _tensor(call: ast.Call, calls: Calls, known: dict[str, Shape], results: dict[ast.Call, Shape | None]
