@@ -1,20 +1,22 @@
 """Shapes followed from call to call within a function body, for `rearr check`: certain errors only.
 
-A name bound by ``y = rearrange(x, "b (h w) -> b h w", h=2)`` (or reduce, repeat), as a plain
-statement of a function's body, has the rank of that pattern's output side and the lengths known
-there (literal keywords, anonymous axes, and the lengths that the call's own input gave); a parameter
-annotated with jaxtyping (``x: Float[Tensor, "b 3 h w"]``) has the annotation's rank and literal
-lengths. A later plain statement's call ``rearrange(y, PATTERN)`` then fails whatever the tensors
-are when its input side has another rank (RA304), splits a known length by lengths that do not divide
-it (RA302), or gives an axis another length than the known one (RA303) -- the codes the library raises
-when it runs.
+A name bound by ``y = rearrange(x, "b (h w) -> b h w", h=2)`` (or reduce, repeat) in a function's
+body has the rank of that pattern's output side and the lengths known there (literal keywords,
+anonymous axes, and the lengths that the call's own input gave); a parameter or a local annotated
+with jaxtyping (``x: Float[Tensor, "b 3 h w"]``, rearr/tools/jaxtyping.py) has the annotation's rank
+and literal lengths. A later call ``rearrange(y, PATTERN)`` then fails whatever the tensors are when
+its input side has another rank (RA304), splits a known length by lengths that do not divide it
+(RA302), or gives an axis another length than the known one (RA303) -- the codes the library raises
+when it runs. nn.Sequential's layers are followed the same way, each given what the one before makes.
 
 What could change the tensor behind a name ends what is known of it: a statement that binds the name
 anywhere in it (a branch, a loop, a ``with``, a walrus, ``del``, an import), a store into it
 (``y.data = z``, ``y[0] = 1``), any use that lets it escape (passing it to a call that is not rearr's,
-``z = y``, a method call other than a read of its shape), a nested function or lambda that names it,
-``global`` or ``nonlocal``. Calls inside branches, loops, comprehensions, lambdas and nested functions
-are not checked, nor code after a ``return`` or ``raise``; patterns with index brackets give nothing.
+``z = y``, a method call other than a read of its shape), a test of it (``if y.ndim == 3:``), a nested
+function or lambda that names it, ``global`` or ``nonlocal``. Calls in the bodies of ``if``, ``with``,
+``try`` and loops are checked from what is certain when the body starts (for a loop, less what the
+loop changes anywhere); calls in comprehensions, lambdas, nested functions and ``match`` cases are
+not, nor code after a ``return`` or ``raise``; patterns with index brackets give nothing.
 """
 
 from __future__ import annotations
