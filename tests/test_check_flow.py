@@ -393,3 +393,24 @@ def test_the_docs_shape_flow_examples(example):
 ])
 def test_an_annotated_local_has_its_annotations_shape(body, found):
     assert [c for c, _ in jt_findings("x", body)] == found
+
+
+def test_the_length_codes_go_through_noqa_and_selection(tmp_path):
+    body = ('y = rearr.repeat(x, "b n -> b n c", c=6)\n'
+            'rearr.rearrange(y, "b n (h d) -> b h n d", h=4)  # noqa: RA302\n'
+            'rearr.rearrange(y, "b n c -> b n c", c=3)\n')
+    assert [c for _, c, _ in findings(body)] == ["RA303"]  # the noqa of the consuming line silences its RA302
+    (tmp_path / "m.py").write_text(HEAD + "def f(x):\n" + textwrap.indent(body.replace("  # noqa: RA302", ""), "    "))
+    from rearr.tools import cli
+    assert cli.main(["check", "--quiet", "--select", "RA302,RA303", "--ignore", "RA303", str(tmp_path)]) == 1
+    assert cli.main(["check", "--quiet", "--ignore", "RA302,RA303", str(tmp_path)]) == 0
+
+
+def test_the_ra303_fix_works_when_applied():
+    source = HEAD + ('def f(x):\n    y = rearr.repeat(x, "b n -> b n c", c=6)\n'
+                     '    return rearr.rearrange(y, "b n c -> b n c", c=3)\n')
+    (problem,) = lint.check_source(source)
+    assert problem.code == "RA303" and problem.hint.startswith("use c=6, or leave c= out to infer it")
+    assert lint.check_source(source.replace("c=3", "c=6")) == []
+    y = rearr.repeat(np.zeros((2, 3)), "b n -> b n c", c=6)
+    assert rearr.rearrange(y, "b n c -> b n c", c=6).shape == (2, 3, 6)
