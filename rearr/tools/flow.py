@@ -425,7 +425,8 @@ def _given_lengths(dims: tuple[Dim, ...], ellipsis: int | None, given: Shape) ->
 def _rank_error(recipe: Recipe, dims: tuple[Dim, ...], ellipsis: int | None, given: Shape, name: str
                 ) -> RearrError | None:
     inputs = recipe.text.partition("->")[0].strip()
-    side = f"{'this layer' + chr(39) + 's' if given.kind == 'layer' else 'the'} input side '{inputs}'"
+    whose = "this layer's" if given.kind == "layer" else "the"
+    side = f"{whose} input side '{inputs}'"
     n, have = given.rank, len(dims) - (ellipsis is not None)
     if ellipsis is None and given.tail is None and n != have:
         return _error(given, name, "RA304", recipe.text, f"{n} dimensions", f"{side} has {have}",
