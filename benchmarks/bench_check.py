@@ -9,12 +9,14 @@ Times are this process's CPU time (time.process_time): the work is
 single-threaded and CPU-bound, and on a shared machine wall-clock time
 mostly measures the neighbours.
 
-    python benchmarks/bench_check.py [--rounds N] [--einops]
+    python benchmarks/bench_check.py [--rounds N] [--einops] [--tree DIR] [--small]
 
 The second line is a worst case: the same files, each with
 `import rearr` and `from rearr import *` added on top, so that every line
 naming rearrange, reduce, repeat, einsum, pack, ... is searched for calls, and
-the calls found are validated as rearr's.
+the calls found are validated as rearr's. The third line times the same
+worst case with rearr check's shape flow on and off (each file also names
+jaxtyping, so its annotations are read): the goal is a ratio of at most 1.5.
 """
 
 from __future__ import annotations
@@ -30,20 +32,24 @@ import warnings
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from rearr.tools import lint  # noqa: E402
+from rearr.tools import flow, lint  # noqa: E402
 
 
 def torch_sources() -> list[tuple[str, str]]:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("torch is not installed: nothing to time")
+    return [source for root in spec.submodule_search_locations for source in tree_sources(root)]
+
+
+def tree_sources(root: str) -> list[tuple[str, str]]:
+    """(path, text) of every .py file under root that reads as UTF-8, in sorted order."""
     sources = []
-    for root in spec.submodule_search_locations:
-        for path in sorted(pathlib.Path(root).rglob("*.py")):
-            try:
-                sources.append((str(path), path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError):
-                continue
+    for path in sorted(pathlib.Path(root).rglob("*.py")):
+        try:
+            sources.append((str(path), path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
     return sources
 
 
@@ -61,32 +67,54 @@ def parse_only(text: str, path: str) -> None:
         pass
 
 
-def compare(name: str, check, sources: list[tuple[str, str]], rounds: int) -> float:
+def compare(name: str, check, sources: list[tuple[str, str]], rounds: int, base_fn=parse_only,
+            labels: tuple[str, str] = ("ast.parse", "rearr check")) -> float:
     base, ours = [], []
     for _ in range(rounds):  # alternate, so that drift in the machine's speed hits both alike
-        base.append(time_once(parse_only, sources))
+        base.append(time_once(base_fn, sources))
         ours.append(time_once(check, sources))
     b, o = statistics.median(base), statistics.median(ours)
-    print(f"{name:>26}: ast.parse {b * 1e3:8.1f} ms   rearr check {o * 1e3:8.1f} ms   ratio {o / b:.3f}")
+    print(f"{name:>26}: {labels[0]} {b * 1e3:8.1f} ms   {labels[1]} {o * 1e3:8.1f} ms   ratio {o / b:.3f}")
     return o / b
+
+
+def without_flow(check):
+    """The check with shape flow turned off (what rearr check did before it followed shapes)."""
+    def run(text: str, path: str) -> None:
+        saved = flow.check_functions, flow.check_sequential
+        flow.check_functions = flow.check_sequential = lambda *a, **k: iter(())  # type: ignore[assignment]
+        try:
+            check(text, path)
+        finally:
+            flow.check_functions, flow.check_sequential = saved
+    return run
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--einops", action="store_true", help="check einops' calls too")
+    parser.add_argument("--tree", help="time this folder's *.py files instead of torch's")
+    parser.add_argument("--small", action="store_true", help="the first 300 files only: a smoke run")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the baseline would print torch's SyntaxWarnings
-    sources = torch_sources()
+    sources = tree_sources(args.tree) if args.tree else torch_sources()
+    sources = sources[:300] if args.small else sources
     print(f"{len(sources)} files, {sum(len(t) for _, t in sources) / 1e6:.1f} M characters")
+
     def check(text: str, path: str) -> None:
         lint.check_source(text, path, einops=args.einops)
 
-    ratio = compare("torch as it is", check, sources, args.rounds)
-    # A worst case: every file imports all of rearr's names, so every tree is searched for calls.
-    header = "import rearr\nfrom rearr import *\n" + ("from einops import *\n" if args.einops else "")
-    compare("every file imports rearr *", check, [(path, header + text) for path, text in sources], args.rounds)
-    return 0 if ratio <= 1.5 else 1
+    ratio = compare("as it is", check, sources, args.rounds)
+    # A worst case: every file imports all of rearr's names (and jaxtyping), so every tree is searched
+    # for calls and every function with a call is followed.
+    header = "import rearr\nimport jaxtyping\nfrom rearr import *\n" + ("from einops import *\n" if args.einops else "")
+    worst = [(path, header + text) for path, text in sources]
+    compare("every file imports rearr *", check, worst, args.rounds)
+    # The goal: shape flow costs at most half again the check without it.
+    flow_ratio = compare("shape flow on / off", check, worst, args.rounds, without_flow(check),
+                         ("flow off", "flow on"))
+    return 0 if ratio <= 1.5 and flow_ratio <= 1.5 else 1
 
 
 if __name__ == "__main__":

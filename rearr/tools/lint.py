@@ -187,7 +187,7 @@ def check_source(
             problem = _problem(path, lines, *found)
             problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
     chained = flow.check_sequential(tree, layers) if len(layers) > 1 else iter(())
-    functions = flow.check_functions(tree, followed) if len(followed) > 1 else iter(())  # one call: nothing to follow
+    functions = flow.check_functions(tree, followed, source) if followed else iter(())
     for call, literal_node, err in [*functions, *chained]:
         lines = lines if lines is not None else _NEWLINE.split(source)
         problem = _problem(path, lines, literal_node, err, None)

@@ -465,8 +465,10 @@ def test_lint_imports_only_the_standard_library_and_the_recipe_stage():
     ours, absolute = _imports("tools/lint")
     assert ours == {"errors", "rules.recipe", "rules.layer_recipe", "rules.arguments", "flow"}
     flow_ours, flow_absolute = _imports("tools/flow")  # the shape flow, which lint runs
-    assert flow_ours == {"errors", "rules.recipe"} and flow_absolute <= {"__future__", "ast", "collections.abc",
-                                                                         "dataclasses"}
+    assert flow_ours == {"errors", "rules.recipe", "jaxtyping"} and flow_absolute <= {
+        "__future__", "ast", "collections.abc", "dataclasses", "math"}
+    typing_ours, typing_absolute = _imports("tools/jaxtyping")  # jaxtyping's annotations, read, never imported
+    assert typing_ours == set() and typing_absolute <= {"__future__", "ast", "re", "collections.abc"}
     assert absolute <= {"__future__", "ast", "errno", "io", "os", "re", "stat", "sys", "tokenize", "warnings",
                         "bisect", "collections.abc", "dataclasses"}
     ours, absolute = _imports("rules/layer_recipe")
