@@ -114,13 +114,20 @@ class Explanation(Record):
         """
         return picture.svg(self, _show_axis, max_rows, max_cols)
 
-    def _repr_svg_(self) -> str:
-        return self.to_svg()
+    def _repr_svg_(self) -> str | None:
+        try:
+            return self.to_svg()
+        except RearrError:  # a notebook shows the other formats; to_svg() raises it
+            return None
 
     def _repr_html_(self) -> str:
         from xml.sax.saxutils import escape
 
-        return f"<div><pre>{escape(str(self))}</pre>\n{self.to_svg()}</div>"
+        try:
+            drawn = self.to_svg()
+        except RearrError as e:  # the caller's index tensor cannot run: say so under the report
+            drawn = f"<p>not drawn: {escape(str(e))}</p>"
+        return f"<div><pre>{escape(str(self))}</pre>\n{drawn}</div>"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))

@@ -18,11 +18,14 @@ from __future__ import annotations
 import colorsys
 import itertools
 import math
+import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from .._record import Record
+from ..errors import RearrError
 
 MAX_ROWS = 12  # a panel shows every row up to this many, else its first MAX_ROWS - 3 and last 2
 MAX_COLS = 16
@@ -103,8 +106,8 @@ def routes(e: Any) -> Routes:
         cells = _scatter_routes(x, e.pattern, kwargs)
         try:  # the caller's own reduction, once: 'set' refuses duplicate targets
             api.scatter(x.astype(np.float64), e.pattern, e.reduction, **kwargs)
-        except Exception as err:  # a RearrError, or what a callable raises
-            error = f"{type(err).__name__}: {getattr(err, 'message', err)}"
+        except RearrError as err:
+            error = f"{err.code}: {err.message}"
     else:
         out = np.asarray(getattr(api, e.op)(x, e.pattern, **kwargs))
         cells = tuple(Sources((int(s),), 1) for s in out.ravel())
@@ -248,7 +251,7 @@ def draw_tensor(svg: _Svg, t: Tensor, max_rows: int, max_cols: int) -> None:
     width = max(28.0, max(max(len(c.text), len(c.sub) * 0.8) for c in looks.values()) * CHAR + 10)
     height = ROW2 if any(c.sub for c in looks.values()) else ROW
     number = len(str(max(t.shape[-2] - 1, 0))) * CHAR + 6 if rank >= 2 else 0  # the row numbers' column
-    left = PAD + (FONT + 4 if rank >= 2 else 0) + number
+    left = PAD + FONT + 4 + number
     top = svg.y + 8 + (FONT + 4 if rank >= 3 else 0) + (FONT + 2)
     grid_h = sum(GAP if r is None else height for r in rows)
     grid_w = sum(GAP if c is None else width for c in cols)
@@ -339,6 +342,9 @@ def svg(e: Any, show_axis: Callable[[str], str], max_rows: int = MAX_ROWS, max_c
         return _einsum(out, e, heading, max_rows, max_cols)
     plan = e.plan
     n, n_out = math.prod(plan.in_shape), math.prod(plan.out_shape)
+    if not n or not n_out:
+        out.line(f"nothing to draw: the {'input' if not n else 'result'} has no element")
+        return out.done(heading)
     if max(n, n_out) > RUN_LIMIT:
         out.line(f"not drawn: the input has {n:,} and the result {n_out:,} elements (the picture runs rearr on "
                  f"at most {RUN_LIMIT:,}); explain a smaller shape to see where the elements go")
@@ -347,7 +353,8 @@ def svg(e: Any, show_axis: Callable[[str], str], max_rows: int = MAX_ROWS, max_c
     in_dims = _dims_text(plan.in_dims, show_axis, {s.axis: s.name for s in plan.gathers})
     out_dims = _dims_text(plan.out_dims, show_axis, {s.axis: s.name for s in plan.scatters})
     tensors = [_input(e, r, n, in_dims)]
-    tensors += [_index(name, value) for name, value in r.indices]
+    axes = {u.name: tuple(show_axis(a) for a in u.axes) for u in plan.indices}
+    tensors += [_index(name, value, axes[name]) for name, value in r.indices]
     tensors.append(_output(e, r, n, out_dims))
     captions: list[str] = []
     for k, t in enumerate(tensors):
@@ -390,7 +397,7 @@ def _input(e: Any, r: Routes, n: int, dims: tuple[str, ...]) -> Tensor:
     return Tensor(e.input_name, shape, dims, cell)
 
 
-def _index(name: str, value: Any) -> Tensor:
+def _index(name: str, value: Any, axes: tuple[str, ...]) -> Tensor:
     shape = tuple(value.shape)
     flat = value.ravel().tolist()
 
@@ -398,7 +405,11 @@ def _index(name: str, value: Any) -> Tensor:
         v = int(flat[_flat(ix, shape)])
         return Cell(str(v), "", (INDEX,), (("data-value", str(v)),), f"{name}[{', '.join(map(str, ix))}] = {v}")
 
-    return Tensor(name, shape, tuple(f"dim {k}" for k in range(len(shape))), cell)
+    return Tensor(name, shape, axes if len(axes) == len(shape) else _numbered(shape), cell)
+
+
+def _numbered(shape: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(f"dim {k}" for k in range(len(shape)))
 
 
 def _output(e: Any, r: Routes, n: int, dims: tuple[str, ...]) -> Tensor:
@@ -432,13 +443,15 @@ def _legend(e: Any, r: Routes) -> list[str]:
     x = e.input_name
     lines = [f"each cell: the flat (row-major) position in {x} of the element it holds; "
              + ("colour: the result cell it goes into" if e.op == "reduce" else "the same colour in input and result")]
-    if e.op in ("rearrange", "repeat") and any(c.listed for c in r.cells):
-        lines.append("×k: read k times; faded: not read")
+    reads = Counter(s for c in r.cells if c.complete for s in c.listed)
+    if all(c.complete for c in r.cells) and (len(reads) < math.prod(e.plan.in_shape) or max(reads.values()) > 1):
+        lines.append(f"in {x}: ×k: read k times; faded: not read")
     if any(c.count > 1 for c in r.cells):
         lines.append(f"a cell with several sources combines them by {_reduction(e.reduction)}; "
                      f"it names up to {LISTED}, else the first…last")
     if e.op == "scatter":
         lines.append("·: no element is written there, it holds the fill (0 by default)")
+    lines.append(f"formula: {e.formula}")
     if r.example:
         names = ", ".join(n for n, _ in r.indices)
         lines.append(f"{names}: example values (explain was given shapes only); pass the index itself, "
@@ -450,7 +463,11 @@ def _legend(e: Any, r: Routes) -> list[str]:
 
 def _einsum(out: _Svg, e: Any, heading: str, max_rows: int, max_cols: int) -> str:
     """einsum: the operands and the result's shapes, each cell its own flat position; the formula says the rest."""
-    tensors = [_plain(name, shape) for name, shape in e.operands] + [_plain("out", e.out_shape)]
+    sides = e.pattern.split("->")
+    dims = [_tokens(text) for text in sides[0].split(",")] + [_tokens(sides[-1])]
+    shapes = [shape for _, shape in e.operands] + [e.out_shape]
+    names = [name for name, _ in e.operands] + ["out"]
+    tensors = [_plain(name, tuple(shape), d) for name, shape, d in zip(names, shapes, dims)]
     captions = []
     for k, t in enumerate(tensors):
         if k == len(tensors) - 1:
@@ -463,14 +480,19 @@ def _einsum(out: _Svg, e: Any, heading: str, max_rows: int, max_cols: int) -> st
     return out.done(heading)
 
 
-def _plain(name: str, shape: tuple[int, ...]) -> Tensor:
+def _tokens(text: str) -> tuple[str, ...]:
+    """The dims of one side of an einsum pattern as written: a, (a b), ..."""
+    return tuple(re.findall(r"\([^()]*\)|[^\s()]+", text))
+
+
+def _plain(name: str, shape: tuple[int, ...], dims: tuple[str, ...]) -> Tensor:
     n = math.prod(shape)
 
     def cell(ix: tuple[int, ...]) -> Cell:
         flat = _flat(ix, shape)
         return Cell(str(flat), "", (colour(flat, n),), (), f"{name}[{', '.join(map(str, ix))}]")
 
-    return Tensor(name, tuple(shape), tuple(f"dim {k}" for k in range(len(shape))), cell)
+    return Tensor(name, shape, dims if len(dims) == len(shape) else _numbered(shape), cell)
 
 
 def _flat(ix: tuple[int, ...], shape: tuple[int, ...]) -> int:
