@@ -193,6 +193,12 @@ def test_large_shapes_are_elided_and_the_caption_says_what_it_left_out():
         assert g.get("data-sources") == str(j * 100 + i)
 
 
+def test_to_svg_takes_how_many_rows_and_columns_to_show():
+    svg = rearr.explain("a b -> b a", (6, 7)).to_svg(max_rows=4, max_cols=1)
+    assert "x: showing 3 of 6 rows (0 and 4-5), 3 of 7 columns (0 and 5-6)" in svg
+    assert set(_cells(svg)["x"]) == {(r, c) for r in (0, 4, 5) for c in (0, 5, 6)}
+
+
 def test_rank_above_two_is_a_row_of_panels_titled_by_the_leading_axes():
     svg = rearr.explain("a b c d -> d (c b) a", (3, 4, 2, 5)).to_svg()
     texts = [t.text for t in ET.fromstring(svg).iter(f"{SVG}text")]

@@ -207,10 +207,10 @@ class Tensor(Record):
 
 def _shown(n: int, limit: int) -> list[int | None]:
     """The positions drawn along an axis of length n; None is the gap of the elided ones."""
+    limit = max(limit, 4)  # at least the first, the gap and the last two
     if n <= limit:
         return list(range(n))
-    head = limit - 3
-    return [*range(head), None, n - 2, n - 1]
+    return [*range(limit - 3), None, n - 2, n - 1]
 
 
 def elided(t: Tensor, max_rows: int, max_cols: int) -> list[str]:
@@ -225,8 +225,9 @@ def elided(t: Tensor, max_rows: int, max_cols: int) -> list[str]:
 
 
 def _ranges(shown: list[int]) -> str:
-    head = [p for p in shown if p < shown[-1] - 1] or shown[:1]
-    return f"{head[0]}-{head[-1]} and {shown[-2]}-{shown[-1]}"
+    """'0-8 and 62-63': the first positions shown and the last two."""
+    head = shown[:-2]
+    return f"{head[0]}{f'-{head[-1]}' if len(head) > 1 else ''} and {shown[-2]}-{shown[-1]}"
 
 
 def _grid(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -264,6 +265,32 @@ class _Svg:
                           f'<rect width="{width}" height="{height}" fill="{BACKGROUND}"/>', *self.parts, "</svg>"])
 
 
+class _Layout(Record):
+    """Which positions of a tensor are drawn: rows and columns of each panel (None: the elided gap),
+    the panels (positions of the leading axes), and each drawn cell's look."""
+
+    rows: tuple[int | None, ...]
+    cols: tuple[int | None, ...]
+    panels: tuple[tuple[int, ...] | None, ...]
+    looks: dict
+
+
+def _layout(t: Tensor, max_rows: int, max_cols: int) -> _Layout:
+    rank = len(t.shape)
+    rows = _shown(t.shape[-2], max_rows) if rank >= 2 else [0]
+    cols = _shown(t.shape[-1], max_cols) if rank >= 1 else [0]
+    combos = list(itertools.product(*(range(n) for n in t.shape[:-2])))
+    panels = [None if p is None else combos[p] for p in _shown(len(combos), MAX_PANELS)]
+    looks = {ix: t.cell(ix) for p in panels if p is not None for r in rows if r is not None
+             for c in cols if c is not None for ix in [_at(p, r, c, rank)]}
+    return _Layout(tuple(rows), tuple(cols), tuple(panels), looks)
+
+
+def _at(panel: tuple[int, ...], row: int, col: int, rank: int) -> tuple[int, ...]:
+    """The index of a cell: its panel's position, then its row and column (as far as the rank has them)."""
+    return (*panel, *([row] if rank >= 2 else []), *([col] if rank >= 1 else []))
+
+
 def draw_tensor(svg: _Svg, t: Tensor, max_rows: int, max_cols: int) -> None:
     """One tensor: a title, then a row of 2-d panels (one per position of the leading axes)."""
     svg.line(f"{t.name}  shape {t.shape}" + (f"  axes: {'  '.join(t.dims)}" if t.dims else ""), cls="tensor")
@@ -271,33 +298,24 @@ def draw_tensor(svg: _Svg, t: Tensor, max_rows: int, max_cols: int) -> None:
         svg.line("  (no element: an axis has length 0)")
         return
     rank = len(t.shape)
-    rows = _shown(t.shape[-2], max_rows) if rank >= 2 else [0]
-    cols = _shown(t.shape[-1], max_cols) if rank >= 1 else [0]
-    lead = t.shape[:-2] if rank >= 2 else ()
-    combos = list(itertools.product(*(range(n) for n in lead)))
-    panels: list[tuple[int, ...] | None] = [combos[p] if p is not None else None
-                                            for p in _shown(len(combos), MAX_PANELS)]
-    shown = [(*lead_ix, *([r] if rank >= 2 else []), *([c] if rank >= 1 else []))
-             for lead_ix in (p for p in panels if p is not None) for r in rows if r is not None
-             for c in cols if c is not None]
-    looks = {ix: t.cell(ix) for ix in shown}
-    width = max(28.0, max(max(len(c.text), len(c.sub) * 0.8) for c in looks.values()) * CHAR + 10)
-    height = ROW2 if any(c.sub for c in looks.values()) else ROW
-    number = len(str(max(t.shape[-2] - 1, 0))) * CHAR + 6 if rank >= 2 else 0  # the row numbers' column
-    left = PAD + FONT + 4 + number
+    lay = _layout(t, max_rows, max_cols)
+    width = max(28.0, max(max(len(c.text), len(c.sub) * 0.8) for c in lay.looks.values()) * CHAR + 10)
+    height = ROW2 if any(c.sub for c in lay.looks.values()) else ROW
+    numbers = len(str(max(t.shape[-2] - 1, 0))) * CHAR + 6 if rank >= 2 else 0  # the row numbers' column
+    left = PAD + FONT + 4 + numbers
     top = svg.y + 8 + (FONT + 4 if rank >= 3 else 0) + (FONT + 2)
-    grid_h = sum(GAP if r is None else height for r in rows)
-    grid_w = sum(GAP if c is None else width for c in cols)
+    grid_h = sum(GAP if r is None else height for r in lay.rows)
+    grid_w = sum(GAP if c is None else width for c in lay.cols)
     if rank >= 2:  # the row axis, written upwards beside the first panel
         label, mid = f"{t.dims[-2]} ({t.shape[-2]})", top + grid_h / 2
         svg.text(PAD + FONT, mid, label, anchor="middle", extra=f' transform="rotate(-90 {PAD + FONT:g} {mid:g})"')
     x0 = left
-    for p in panels:
+    for k, p in enumerate(lay.panels):
         if p is None:
             svg.text(x0 + 4, top + grid_h / 2, "…", size=FONT + 4)
             x0 += 28
             continue
-        _panel(svg, t, p, rows, cols, looks, x0, top, width, height, number)
+        _panel(svg, t, lay, p, k == 0, (x0, top, width, height))
         x0 += grid_w + 22
     svg.width = max(svg.width, x0)
     if rank >= 1:
@@ -305,30 +323,31 @@ def draw_tensor(svg: _Svg, t: Tensor, max_rows: int, max_cols: int) -> None:
     svg.y = top + grid_h + FONT + 8
 
 
-def _panel(svg: _Svg, t: Tensor, lead: tuple[int, ...], rows: list, cols: list, looks: dict, x0: float,
-           top: float, width: float, height: float, number: float) -> None:
+def _panel(svg: _Svg, t: Tensor, lay: _Layout, panel: tuple[int, ...], first: bool,
+           box: tuple[float, float, float, float]) -> None:
+    """One 2-d panel at (x0, top) with cells of the given width and height; the first numbers its rows."""
+    x0, top, width, height = box
     rank = len(t.shape)
     if rank >= 3:
-        title = ", ".join(f"{d}={i}" for d, i in zip(t.dims, lead))
-        svg.text(x0, top - FONT - 6, title, cls="panel")
+        svg.text(x0, top - FONT - 6, ", ".join(f"{d}={i}" for d, i in zip(t.dims, panel)), cls="panel")
     y = top
-    for r in rows:
+    for r in lay.rows:
         if r is None:
             svg.text(x0 + 2, y + GAP - 3, "⋮", cls="gap")
             y += GAP
             continue
-        if rank >= 2 and lead == next(iter(looks))[:len(lead)]:
+        if rank >= 2 and first:
             svg.text(x0 - 4, y + height / 2 + 4, str(r), size=FONT - 2, anchor="end")
         x = x0
-        for c in cols:
+        for c in lay.cols:
             if c is None:
                 svg.text(x + 2, y + height / 2 + 4, "…", cls="gap")
                 x += GAP
                 continue
-            if r == rows[0]:
+            if r == lay.rows[0]:
                 svg.text(x + width / 2, top - 3, str(c), size=FONT - 2, anchor="middle")
-            ix = (*lead, *([r] if rank >= 2 else []), *([c] if rank >= 1 else []))
-            svg.parts.append(_cell(looks[ix], t.name, ix, x, y, width, height))
+            ix = _at(panel, r, c, rank)
+            svg.parts.append(_cell(lay.looks[ix], t.name, ix, x, y, width, height))
             x += width
         y += height
 
