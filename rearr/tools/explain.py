@@ -8,7 +8,8 @@ that pasting them gives rearr's result (tests/test_explain.py runs them). This
 module keeps the prose: the axes, why each step is a view or a copy, the index
 formula. Neither importing it nor explaining imports torch, numpy or dask (the
 backend modules bind their framework late); numpy is loaded only for
-``show=True``, which runs the real rearr on an example.
+``show=True`` and the picture (``to_svg()``, rearr/tools/picture.py), which run
+the real rearr on an example.
 """
 
 from __future__ import annotations
