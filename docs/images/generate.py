@@ -1,7 +1,7 @@
 """Write the pictures that docs/explain.md embeds: ``python docs/images/generate.py``.
 
 Each picture is the ``to_svg()`` of the call the docs show next to it;
-tests/test_explain_svg.py checks that the committed files are what this writes now.
+tests/tools/test_explain_svg.py checks that the committed files are what this writes now.
 """
 
 from __future__ import annotations

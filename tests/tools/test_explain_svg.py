@@ -27,7 +27,7 @@ import reference
 import rearr
 from rearr.tools import picture
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 SVG = "{http://www.w3.org/2000/svg}"
 
 # (pattern, shape, explain's keywords): every op, gathers and scatters with duplicate targets and sources.
