@@ -37,7 +37,6 @@ from ..planning.plan import (
     TakeRows,
 )
 from ..rules import recipe
-from . import picture
 
 OPS = ("rearrange", "reduce", "repeat", "scatter", "einsum")
 BACKENDS = ("torch", "numpy", "dask", "array_api", "jax")  # the backends that ship explain templates (a CODE table)
@@ -104,16 +103,18 @@ class Explanation(Record):
             lines += [f"  {row}".rstrip() for row in str(self.layout).splitlines()]
         return "\n".join(lines)
 
-    def to_svg(self, max_rows: int = picture.MAX_ROWS, max_cols: int = picture.MAX_COLS) -> str:
+    def to_svg(self, max_rows: int | None = None, max_cols: int | None = None) -> str:
         """The picture: the input, its index tensors and the result as grids of labelled elements.
 
         rearr runs on ``arange`` input (with the index tensors passed to explain, or
         example ones), so each result cell shows the flat position of the element it
         holds, in that element's colour; gathers and scatters show which elements
         each cell reads or combines. Axes longer than ``max_rows`` / ``max_cols`` are
-        elided, and the caption says what it left out.
+        elided (by default picture.MAX_ROWS and MAX_COLS), and the caption says what it left out.
         """
-        return picture.svg(self, _show_axis, max_rows, max_cols)
+        from . import picture  # it imports xml.sax.saxutils, which imports urllib: only when drawing
+
+        return picture.svg(self, _show_axis, max_rows or picture.MAX_ROWS, max_cols or picture.MAX_COLS)
 
     def _repr_svg_(self) -> str | None:
         try:
@@ -582,6 +583,7 @@ def _show(plan: Plan, r: recipe.Recipe, lengths, reduction, tensors) -> tuple[An
     import numpy as np
 
     from .. import api
+    from . import picture
 
     size, out_size = math.prod(plan.in_shape), math.prod(plan.out_shape)
     if max(size, out_size) > SHOW_LIMIT:
