@@ -1,0 +1,136 @@
+"""mkdocs hooks of the rearr site (mkdocs.yml, `hooks:`); not part of the package.
+
+- Pictures: a fenced block of kind ``rearr-picture`` holds the arguments of one `rearr.explain` call;
+  it becomes the inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built.
+- Repository files as pages: README.md (the tour) and examples/*.py are added to the site, so the
+  links that docs/*.md and README.md write to them (`../examples/flatten_order.py`,
+  `docs/language.md#indexing`) are rewritten to the site's pages and checked by `mkdocs build --strict`.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import logging
+import posixpath
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+REPO = Path(__file__).resolve().parents[1]
+log = logging.getLogger("mkdocs.hooks.rearr")
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the pictures are drawn by this checkout's rearr, not an installed one
+
+# A page of the site for a repository file outside docs/: repository path -> site path.
+PAGES_FROM_REPO = {"README.md": "tour.md", "LICENSE": "license.md"}
+EXAMPLES = "examples"
+
+PICTURE = re.compile(r"^```rearr-picture[ \t]*\n(?P<call>.*?)\n```[ \t]*$", re.M | re.S)
+# A Markdown link or image target: `](target)`, the target without spaces.
+LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+
+
+def repo_path_of(src_uri: str) -> str:
+    """The repository path a site page comes from."""
+    for repo_path, site_path in PAGES_FROM_REPO.items():
+        if src_uri == site_path:
+            return repo_path
+    if src_uri.startswith(f"{EXAMPLES}/") and src_uri.endswith(".md"):
+        return src_uri[: -len(".md")] + ".py"
+    return f"docs/{src_uri}"
+
+
+def site_path_of(repo_path: str) -> str | None:
+    """The site page (or file) a repository path is shown as, or None for a file the site lacks."""
+    if repo_path in PAGES_FROM_REPO:
+        return PAGES_FROM_REPO[repo_path]
+    if repo_path.startswith("docs/"):
+        return repo_path[len("docs/"):]
+    if repo_path.startswith(f"{EXAMPLES}/") and repo_path.endswith(".py"):
+        return repo_path[: -len(".py")] + ".md"
+    if repo_path in (EXAMPLES, f"{EXAMPLES}/"):
+        return f"{EXAMPLES}/index.md"
+    return None
+
+
+def example_page(path: Path) -> str:
+    """An example script as a page: its docstring as text, then the whole script."""
+    source = path.read_text(encoding="utf-8")
+    doc = ast.get_docstring(ast.parse(source)) or path.name
+    title, _, body = doc.partition("\n")
+    return (
+        f"# {path.name}: {title.strip()}\n\n"
+        f"<pre class=\"rearr-docstring\">{html.escape(body.strip())}</pre>\n\n"
+        f"Run it from the repository's root: `python {EXAMPLES}/{path.name}`.\n\n"
+        f"```python\n{source.rstrip()}\n```\n"
+    )
+
+
+def examples_index(paths: list[Path]) -> str:
+    lines = ["# Examples", "", "Scripts that print and assert their results; each runs on its own.", ""]
+    for path in paths:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        lines.append(f"- [`{path.name}`]({path.stem}.md): {doc.partition(chr(10))[0].strip()}")
+    return "\n".join(lines) + "\n"
+
+
+def on_files(files: Files, config: Any) -> Files:
+    for repo_path, site_path in PAGES_FROM_REPO.items():
+        text = (REPO / repo_path).read_text(encoding="utf-8")
+        if not repo_path.endswith(".md"):
+            text = f"# {repo_path}\n\n```text\n{text.rstrip()}\n```\n"
+        files.append(File.generated(config, site_path, content=text))
+    scripts = sorted((REPO / EXAMPLES).glob("*.py"))
+    files.append(File.generated(config, f"{EXAMPLES}/index.md", content=examples_index(scripts)))
+    for path in scripts:
+        files.append(File.generated(config, f"{EXAMPLES}/{path.stem}.md", content=example_page(path)))
+    return files
+
+
+def rewrite_links(markdown: str, src_uri: str) -> str:
+    """Links to repository files, written from where the page's source lies, pointed at the site's pages."""
+    here = posixpath.dirname(repo_path_of(src_uri))
+
+    def fix(match: re.Match[str]) -> str:
+        target = match["target"]
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith(("#", "/")):
+            return match[0]  # a URL, an anchor of this page, or a site-absolute path
+        path, hash_, anchor = target.partition("#")
+        repo_path = posixpath.normpath(posixpath.join(here, path))
+        site_path = site_path_of(repo_path)
+        if site_path is None:
+            return match[0]  # left as written: `mkdocs build --strict` reports it
+        relative = posixpath.relpath(site_path, posixpath.dirname(src_uri) or ".")
+        return f"]({relative}{hash_}{anchor})"
+
+    return LINK.sub(fix, markdown)
+
+
+def picture(call: str, src_uri: str) -> str:
+    """The inline SVG of `rearr.explain(<call>)`; the arguments are Python literals."""
+    import rearr
+
+    node = ast.parse(f"explain({call})", mode="eval").body
+    assert isinstance(node, ast.Call)
+    args = [ast.literal_eval(a) for a in node.args]
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+    explanation = rearr.explain(*args, **kwargs)
+    to_svg = getattr(explanation, "to_svg", None)
+    if to_svg is None:  # a rearr without pictures: the marker stays a code block (tests/test_docs_site.py fails)
+        log.info("%s: rearr.explain(...) has no to_svg(); the picture of %s is not drawn", src_uri, call)
+        return f"```text\nrearr.explain({call})\n```"
+    svg = re.sub(r"<\?xml[^>]*\?>\s*", "", to_svg())
+    # One raw HTML block: Markdown would end it at a blank line.
+    body = "\n".join(line for line in svg.splitlines() if line.strip())
+    caption = html.escape(f"rearr.explain({call})")
+    return f'<figure class="rearr-picture" markdown="0">\n{body}\n<figcaption><code>{caption}</code></figcaption>\n</figure>'
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    src_uri = page.file.src_uri
+    markdown = PICTURE.sub(lambda m: picture(m["call"].strip(), src_uri), markdown)
+    return rewrite_links(markdown, src_uri)
