@@ -1,4 +1,4 @@
-"""The `rearr` command: `rearr check [PATH ...]` and `rearr explain PATTERN --shape ...`.
+"""The `rearr` command: `rearr check [PATH ...]` and `rearr explain PATTERN --shape ... [--svg FILE]`.
 
 `check` exits 0 when every pattern is valid, 1 when it found problems, and 2
 when it could not check everything it was asked to (bad usage, a missing
@@ -84,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("-l", "--length", action="append", type=_length, default=[], metavar="NAME=INT",
                          dest="lengths", help="an axis length (-l h=4) or an index's shape (-l idx=2,4); repeatable")
     explain.add_argument("--show", action="store_true", help="also run the plan on an example and show the result")
+    explain.add_argument("--svg", metavar="FILE", help="also write the picture (the input and the result as "
+                         "grids of labelled elements) to FILE, an SVG")
     explain.set_defaults(run=_explain)
     return parser
 
@@ -364,6 +366,12 @@ def _explain(args: argparse.Namespace) -> int:
     except RearrError as e:
         print(f"rearr explain: {e}", file=sys.stderr)  # str(e) starts with the code
         return 1
+    if args.svg:  # first: a reader that closes stdout early (`| head`) does not lose the file
+        try:
+            Path(args.svg).write_text(result.to_svg() + "\n", encoding="utf-8")
+        except OSError as e:
+            print(f"rearr explain: cannot write {args.svg}: {lint.describe_os_error(e)}", file=sys.stderr)
+            return 2
     print(str(result))
     return 0
 

@@ -36,6 +36,7 @@ from ..planning.plan import (
     TakeRows,
 )
 from ..rules import recipe
+from . import picture
 
 OPS = ("rearrange", "reduce", "repeat", "scatter", "einsum")
 BACKENDS = ("torch", "numpy", "dask", "array_api", "jax")  # the backends that ship explain templates (a CODE table)
@@ -49,11 +50,12 @@ class Explanation(Record):
 
     ``code`` holds the backend lines: run them with ``input_name`` bound to the
     input (and each index bound to its tensor) and ``input_name`` holds the result.
-    Two explanations are equal when their reports' facts are (``layout`` and
-    ``plan`` are left out of ``==`` and the repr).
+    Two explanations are equal when their reports' facts are (``layout``,
+    ``plan``, ``lengths`` and ``index_values`` are left out of ``==`` and the repr).
+    ``to_svg()`` draws it; in Jupyter it shows as the report's code and that picture.
     """
 
-    _uncompared = ("layout", "plan")
+    _uncompared = ("layout", "plan", "lengths", "index_values")
 
     pattern: str
     op: str
@@ -73,6 +75,8 @@ class Explanation(Record):
     show_note: str | None = None
     plan: Any = None  # a Plan; einsum: rearr.planning.einsum's EinsumPlan
     operands: tuple[tuple[str, tuple[int, ...]], ...] = ()  # einsum: each operand's name and shape
+    lengths: tuple[tuple[str, Any], ...] = ()  # the axis-length keywords of the call
+    index_values: tuple[tuple[str, Any], ...] = ()  # the index tensors given in place of their shapes
 
     def __str__(self) -> str:
         what = f"{self.op} {self.pattern!r}" + (f", {_reduction_name(self.reduction)}" if self.reduction else "")
@@ -99,6 +103,28 @@ class Explanation(Record):
             lines += [f"  {row}".rstrip() for row in str(self.layout).splitlines()]
         return "\n".join(lines)
 
+    def to_svg(self, max_rows: int = picture.MAX_ROWS, max_cols: int = picture.MAX_COLS) -> str:
+        """The picture: the input, its index tensors and the result as grids of labelled elements.
+
+        rearr runs on ``arange`` input (with the index tensors passed to explain, or
+        example ones), so each result cell shows the flat position of the element it
+        holds, in that element's colour; gathers and scatters show which elements
+        each cell reads or combines. Axes longer than ``max_rows`` / ``max_cols`` are
+        elided, and the caption says what it left out.
+        """
+        return picture.svg(self, _show_axis, max_rows, max_cols)
+
+    def _repr_svg_(self) -> str:
+        return self.to_svg()
+
+    def _repr_html_(self) -> str:
+        from xml.sax.saxutils import escape
+
+        return f"<div><pre>{escape(str(self))}</pre>\n{self.to_svg()}</div>"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
 
 def explain(
     pattern: str,
@@ -113,9 +139,10 @@ def explain(
     shape per operand: ``explain("i j, j k -> i k", (2, 3), (3, 4), op="einsum")``.
 
     Keywords are axis lengths (``h=4``), or, for a name that is an index of the
-    pattern, that index's shape (``idx=(2, 4)``; an int n means ``(n,)``). An
-    index whose shape is not given gets the shape of its axes when their
-    lengths are known.
+    pattern, that index's shape (``idx=(2, 4)``; an int n means ``(n,)``) or the
+    index tensor itself (an array: its shape is used, and ``to_svg()`` draws its
+    values). An index whose shape is not given gets the shape of its axes when
+    their lengths are known.
     """
     try:
         return _explain(pattern, shapes, op, reduction, backend, show, lengths)
@@ -143,7 +170,9 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
         recipe.parse(pattern)  # raises the library's own error for a pattern that is not a string
     r = recipe.analyze(pattern, op, reduction, tuple(sorted(kwargs)))
     lengths = tuple((n, v) for n, v in kwargs.items() if n not in r.index_names)
-    given = {n: _as_shape(v, f"the shape of index {n!r}") for n, v in kwargs.items() if n in r.index_names}
+    tensors = tuple((n, v) for n, v in kwargs.items() if n in r.index_names and _is_tensor(v))
+    given = {n: _as_shape(tuple(v.shape) if _is_tensor(v) else v, f"the shape of index {n!r}")
+             for n, v in kwargs.items() if n in r.index_names}
     index_shapes = _index_shapes(r, shape, lengths, given)
     plan = planner.plan(r, shape, lengths, tuple(sorted(index_shapes.items())))
 
@@ -164,11 +193,11 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
         notes.append(f"{coder.names.reduction}(x, axes) in the code is the callable you passed as reduction")
     if op == "scatter":
         notes.append("positions that no index writes hold fill (0 here; scatter's fill= changes it)")
-    layout, show_note = _show(plan, r, lengths, reduction) if show else (None, None)
+    layout, show_note = _show(plan, r, lengths, reduction, tensors) if show else (None, None)
     return Explanation(
         pattern, op, reduction, backend, shape, plan.out_shape, _axes(plan), _index_lines(plan), x, coder.lines(),
         plan.is_view, sum(not s.view for s in plan.steps), _formula(plan, x, out, set(used)), tuple(notes),
-        layout, show_note, plan,
+        layout, show_note, plan, lengths=lengths, index_values=tensors,
     )
 
 
@@ -233,6 +262,11 @@ def _einsum_sizes(plan: Any, shapes: tuple) -> tuple[dict[str, int], tuple[int, 
         return sizes, tuple(plan.post)
     ell = _broadcast(plan.spec, ellipses)
     return sizes, tuple(n for c in out.replace("...", ".") for n in (ell if c == "." else (sizes[c],)))
+
+
+def _is_tensor(value: object) -> bool:
+    """An array of any framework (it has a shape), as opposed to a shape written as a tuple or an int."""
+    return hasattr(value, "shape") and not isinstance(value, Sequence | int)
 
 
 def _as_shape(value: object, what: str) -> tuple[int, ...]:
@@ -535,8 +569,8 @@ def _var(axis: str) -> str:
 # --- show ----------------------------------------------------------------------
 
 
-def _show(plan: Plan, r: recipe.Recipe, lengths, reduction) -> tuple[Any, str]:
-    """Run the real rearr on arange(N) (and example indices): where each input element lands."""
+def _show(plan: Plan, r: recipe.Recipe, lengths, reduction, tensors) -> tuple[Any, str]:
+    """Run the real rearr on arange(N) (and the given or example indices): where each input element lands."""
     import numpy as np
 
     from .. import api
@@ -546,9 +580,7 @@ def _show(plan: Plan, r: recipe.Recipe, lengths, reduction) -> tuple[Any, str]:
         return None, f"show: skipped, the input has {size} and the result {out_size} elements (at most {SHOW_LIMIT})"
     floats = reduction == "mean"
     x = np.arange(size, dtype=np.float64 if floats else np.int64).reshape(plan.in_shape)
-    # Example indices that count down from the end, so that a gather visibly reorders; each starts elsewhere.
-    indices = {u.name: (-1 - k - np.arange(math.prod(u.shape))).reshape(u.shape) % max(u.length, 1)
-               for k, u in enumerate(plan.indices)}
+    indices = dict(picture.example_indices(plan), **{n: np.asarray(api.asnumpy(v)) for n, v in tensors})
     kwargs = dict(lengths, **indices)
     try:
         if r.op == "scatter":
