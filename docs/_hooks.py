@@ -1,7 +1,8 @@
 """mkdocs hooks of the rearr site (mkdocs.yml, `hooks:`); not part of the package.
 
-- Pictures: a fenced block of kind ``rearr-picture`` holds the arguments of one `rearr.explain` call;
-  it becomes the inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built.
+- Pictures: a fenced block of kind ``rearr-picture`` holds the arguments of one `rearr.explain` call
+  (Python literals, and `np.array([...])` for an index to draw with its values); it becomes the
+  inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built.
 - Repository files as pages: README.md (the tour) and examples/*.py are added to the site, so the
   links that docs/*.md and README.md write to them (`../examples/flatten_order.py`,
   `docs/language.md#indexing`) are rewritten to the site's pages and checked by `mkdocs build --strict`.
@@ -18,12 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 REPO = Path(__file__).resolve().parents[1]
 log = logging.getLogger("mkdocs.hooks.rearr")
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # the pictures are drawn by this checkout's rearr, not an installed one
 
 # A page of the site for a repository file outside docs/: repository path -> site path.
 PAGES_FROM_REPO = {"README.md": "tour.md", "LICENSE": "license.md"}
@@ -110,24 +110,44 @@ def rewrite_links(markdown: str, src_uri: str) -> str:
     return LINK.sub(fix, markdown)
 
 
-def picture(call: str, src_uri: str) -> str:
-    """The inline SVG of `rearr.explain(<call>)`; the arguments are Python literals."""
+def checkout_rearr() -> Any:
+    """This checkout's rearr (mkdocs restores sys.path after loading the hooks, so it is set here)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
     import rearr
+
+    if not Path(rearr.__file__).resolve().is_relative_to(REPO):
+        log.warning("the pictures are drawn by the rearr at %s, not by this checkout's", rearr.__file__)
+    return rearr
+
+
+def argument(node: ast.expr) -> Any:
+    """A Python literal, or `np.array(<literal>)` for an index whose values the picture shows."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in ("np.array", "numpy.array") and len(node.args) == 1:
+        import numpy as np
+
+        return np.array(ast.literal_eval(node.args[0]))
+    return ast.literal_eval(node)
+
+
+def picture(call: str, src_uri: str) -> str:
+    """The inline SVG of `rearr.explain(<call>)`; the arguments are literals or `np.array(...)` of one."""
+    rearr = checkout_rearr()
 
     node = ast.parse(f"explain({call})", mode="eval").body
     assert isinstance(node, ast.Call)
-    args = [ast.literal_eval(a) for a in node.args]
-    kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
-    explanation = rearr.explain(*args, **kwargs)
-    to_svg = getattr(explanation, "to_svg", None)
-    if to_svg is None:  # a rearr without pictures: the marker stays a code block (tests/test_docs_site.py fails)
-        log.info("%s: rearr.explain(...) has no to_svg(); the picture of %s is not drawn", src_uri, call)
-        return f"```text\nrearr.explain({call})\n```"
-    svg = re.sub(r"<\?xml[^>]*\?>\s*", "", to_svg())
+    args = [argument(a) for a in node.args]
+    kwargs = {k.arg: argument(k.value) for k in node.keywords if k.arg is not None}
+    try:
+        explanation = rearr.explain(*args, **kwargs)
+    except Exception as e:  # a RearrError: the page's marker is wrong
+        raise PluginError(f"{src_uri}: the picture rearr.explain({call}) fails: {e}") from e
+    svg = re.sub(r"<\?xml[^>]*\?>\s*", "", explanation.to_svg())
     # One raw HTML block: Markdown would end it at a blank line.
     body = "\n".join(line for line in svg.splitlines() if line.strip())
     caption = html.escape(f"rearr.explain({call})")
-    return f'<figure class="rearr-picture" markdown="0">\n{body}\n<figcaption><code>{caption}</code></figcaption>\n</figure>'
+    caption = f"<figcaption><code>{caption}</code></figcaption>"
+    return f'<figure class="rearr-picture" markdown="0">\n{body}\n{caption}\n</figure>'
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:

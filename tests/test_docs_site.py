@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import rearr
-
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ["flatten-order", "permute-contiguous-view", "numpy-transpose-flatten", "gather-scatter-pitfalls"]
 SITE_PACKAGES = ["mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"]
