@@ -1,6 +1,6 @@
 """mkdocs hooks of the rearr site (mkdocs.yml, `hooks:`); not part of the package.
 
-- Pictures: a fenced block of kind ``rearr-picture`` holds the arguments of one `rearr.explain` call
+- Pictures: a fenced block of kind ``picture`` holds the arguments of one `rearr.explain` call
   (Python literals, and `np.array([...])` for an index to draw with its values); it becomes the
   inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built.
 - Repository files as pages: README.md (the tour) and examples/*.py are added to the site, so the
@@ -29,7 +29,7 @@ log = logging.getLogger("mkdocs.hooks.rearr")
 PAGES_FROM_REPO = {"README.md": "tour.md", "LICENSE": "license.md"}
 EXAMPLES = "examples"
 
-PICTURE = re.compile(r"^```rearr-picture[ \t]*\n(?P<call>.*?)\n```[ \t]*$", re.M | re.S)
+PICTURE = re.compile(r"^```picture[ \t]*\n(?P<call>.*?)\n```[ \t]*$", re.M | re.S)
 # A Markdown link or image target: `](target)`, the target without spaces.
 LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
 

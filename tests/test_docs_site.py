@@ -54,7 +54,7 @@ def test_question_page_shows_an_inline_picture(site: Path, question: str) -> Non
     figures = re.findall(r'<figure class="rearr-picture"[^>]*>(.*?)</figure>', page, re.S)
     assert figures, f"questions/{question}: no picture"
     assert all("<svg" in figure for figure in figures), f"questions/{question}: a picture without its <svg>"
-    assert "rearr-picture" not in _text(page), f"questions/{question}: a picture marker left as text"
+    assert "```picture" not in page and "language-picture" not in page, f"questions/{question}: a marker left as is"
 
 
 def test_reference_documents_every_public_name(site: Path) -> None:
