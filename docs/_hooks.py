@@ -3,9 +3,11 @@
 - Pictures: a fenced block of kind ``picture`` holds the arguments of one `rearr.explain` call
   (Python literals, and `np.array([...])` for an index to draw with its values); it becomes the
   inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built.
-- Repository files as pages: README.md (the tour) and examples/*.py are added to the site, so the
-  links that docs/*.md and README.md write to them (`../examples/flatten_order.py`,
-  `docs/language.md#indexing`) are rewritten to the site's pages and checked by `mkdocs build --strict`.
+- Repository files as pages: README.md (the tour), LICENSE and examples/*.py are added to the site,
+  and CHANGELOG.md is included into docs/changelog.md (`--8<-- "CHANGELOG.md"`), so the links that
+  docs/*.md and README.md write to them (`../examples/flatten_order.py`, `docs/language.md#indexing`,
+  or the repository's URL, which the README uses) are rewritten to the site's pages and checked by
+  `mkdocs build --strict`.
 """
 
 from __future__ import annotations
@@ -27,11 +29,17 @@ log = logging.getLogger("mkdocs.hooks.rearr")
 
 # A page of the site for a repository file outside docs/: repository path -> site path.
 PAGES_FROM_REPO = {"README.md": "tour.md", "LICENSE": "license.md"}
+# Included into a page of docs/ by a line `--8<-- "PATH"` (the syntax of pymdownx.snippets).
+INCLUDED_INTO = {"CHANGELOG.md": "changelog.md"}
 EXAMPLES = "examples"
 
+INCLUDE = re.compile(r'^--8<-- "(?P<path>[^"]+)"[ \t]*$', re.M)
 PICTURE = re.compile(r"^```picture[ \t]*\n(?P<call>.*?)\n```[ \t]*$", re.M | re.S)
 # A Markdown link or image target: `](target)`, the target without spaces.
 LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+# The README links the repository's files by absolute URL (they must work on a package index's page);
+# on the site those are its own pages.
+REPO_URL = re.compile(r"^https://github\.com/[^/]+/rearr/(?:blob|tree)/[^/]+/(?P<path>[^#]*)(?P<anchor>#.*)?$")
 
 
 def repo_path_of(src_uri: str) -> str:
@@ -48,6 +56,8 @@ def site_path_of(repo_path: str) -> str | None:
     """The site page (or file) a repository path is shown as, or None for a file the site lacks."""
     if repo_path in PAGES_FROM_REPO:
         return PAGES_FROM_REPO[repo_path]
+    if repo_path in INCLUDED_INTO:
+        return INCLUDED_INTO[repo_path]
     if repo_path.startswith("docs/"):
         return repo_path[len("docs/"):]
     if repo_path.startswith(f"{EXAMPLES}/") and repo_path.endswith(".py"):
@@ -91,21 +101,26 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
-def rewrite_links(markdown: str, src_uri: str) -> str:
-    """Links to repository files, written from where the page's source lies, pointed at the site's pages."""
-    here = posixpath.dirname(repo_path_of(src_uri))
+def rewrite_links(markdown: str, src_uri: str, source: str | None = None) -> str:
+    """Links to repository files, written from where the text lies (`source`, a repository path; by
+    default the page's own file), pointed at the site's pages."""
+    here = posixpath.dirname(source or repo_path_of(src_uri))
 
     def fix(match: re.Match[str]) -> str:
         target = match["target"]
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith(("#", "/")):
-            return match[0]  # a URL, an anchor of this page, or a site-absolute path
-        path, hash_, anchor = target.partition("#")
-        repo_path = posixpath.normpath(posixpath.join(here, path))
+        if url := REPO_URL.match(target):
+            repo_path, anchor = posixpath.normpath(url["path"] or "."), url["anchor"] or ""
+        elif re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith(("#", "/")):
+            return match[0]  # a URL elsewhere, an anchor of this page, or a site-absolute path
+        else:
+            path, hash_, anchor = target.partition("#")
+            repo_path, anchor = posixpath.normpath(posixpath.join(here, path)), hash_ + anchor
         site_path = site_path_of(repo_path)
         if site_path is None:
-            return match[0]  # left as written: `mkdocs build --strict` reports it
+            # A URL stays as written; a relative path is left for `mkdocs build --strict` to report.
+            return match[0]
         relative = posixpath.relpath(site_path, posixpath.dirname(src_uri) or ".")
-        return f"]({relative}{hash_}{anchor})"
+        return f"]({relative}{anchor})"
 
     return LINK.sub(fix, markdown)
 
@@ -150,7 +165,22 @@ def picture(call: str, src_uri: str) -> str:
     return f'<figure class="rearr-picture" markdown="0">\n{body}\n{caption}\n</figure>'
 
 
+def include(path: str, src_uri: str) -> str:
+    """A repository file's text, its links pointed at the site; a file not (yet) in the checkout is
+    said so on the page (tests/test_docs_site.py checks the inclusion where the file exists)."""
+    if INCLUDED_INTO.get(path) != src_uri:
+        raise PluginError(f"{src_uri}: includes {path}; docs/_hooks.py's INCLUDED_INTO names its page")
+    file = REPO / path
+    if not file.exists():
+        log.info("%s: %s is not in this checkout", src_uri, path)
+        return f"`{path}` is not in this checkout."
+    return rewrite_links(file.read_text(encoding="utf-8"), src_uri, source=path)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
     src_uri = page.file.src_uri
     markdown = PICTURE.sub(lambda m: picture(m["call"].strip(), src_uri), markdown)
-    return rewrite_links(markdown, src_uri)
+    parts = INCLUDE.split(markdown)  # text, path, text, path, ...: the included text is rewritten from its own path
+    parts[0::2] = [rewrite_links(text, src_uri) for text in parts[0::2]]
+    parts[1::2] = [include(path, src_uri) for path in parts[1::2]]
+    return "".join(parts)

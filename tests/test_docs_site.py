@@ -90,3 +90,33 @@ def test_site_needs_no_network(site: Path) -> None:
         remote |= set(re.findall(r'<(?:link|script)[^>]+(?:href|src)="(https?://[^"]+)"', path.read_text("utf-8")))
     assert not remote
 
+
+
+def _hooks():
+    _require_mkdocs()
+    spec = importlib.util.spec_from_file_location("rearr_site_hooks", ROOT / "docs" / "_hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("link, page, source, site_link", [
+    ("../examples/gather_scatter.py", "language.md", None, "examples/gather_scatter.md"),
+    ("../../examples/flatten_order.py", "questions/flatten-order.md", None, "../examples/flatten_order.md"),
+    ("docs/language.md#indexing", "tour.md", None, "language.md#indexing"),
+    ("https://github.com/someone/rearr/blob/main/docs/backends.md#jax", "tour.md", None, "backends.md#jax"),
+    ("https://github.com/someone/rearr/blob/main/examples/", "tour.md", None, "examples/index.md"),
+    ("https://github.com/someone/rearr/blob/main/README.md#backends", "tour.md", None, "tour.md#backends"),
+    ("README.md#installation", "changelog.md", "CHANGELOG.md", "tour.md#installation"),
+    ("CHANGELOG.md", "questions/flatten-order.md", "README.md", "../changelog.md"),
+])
+def test_links_to_repository_files_are_pointed_at_site_pages(link: str, page: str, source: str | None,
+                                                              site_link: str) -> None:
+    assert _hooks().rewrite_links(f"see [it]({link}).", page, source) == f"see [it]({site_link})."
+
+
+@pytest.mark.parametrize("link", ["https://numpy.org/doc/", "#errors", "../tests/README.md",
+                                  "https://github.com/someone/rearr/blob/main/tests/README.md"])
+def test_other_links_are_left_as_written(link: str) -> None:
+    # A relative one the site lacks stays, so that `mkdocs build --strict` reports it.
+    assert _hooks().rewrite_links(f"[x]({link})", "index.md") == f"[x]({link})"
