@@ -8,6 +8,8 @@
   docs/*.md and README.md write to them (`../examples/flatten_order.py`, `docs/language.md#indexing`,
   or the repository's URL, which the README uses) are rewritten to the site's pages and checked by
   `mkdocs build --strict`.
+- Docstrings (a griffe extension, mkdocs.yml's mkdocstrings options): their doctest lines become
+  code blocks, which Markdown would otherwise read as quotes (`>>>`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import griffe
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
@@ -184,3 +187,26 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     parts[0::2] = [rewrite_links(text, src_uri) for text in parts[0::2]]
     parts[1::2] = [include(path, src_uri) for path in parts[1::2]]
     return "".join(parts)
+
+
+def fence_doctests(text: str) -> str:
+    """A docstring with each doctest (its `>>>` lines and their output, up to a blank line) fenced."""
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.lstrip().startswith(">>>") or (block and line.strip()):
+            block.append(line)
+            continue
+        if block:
+            out += ["```pycon", *block, "```"]
+            block = []
+        out.append(line)
+    return "\n".join(out[:-1])
+
+
+class DoctestBlocks(griffe.Extension):
+    """The doctests of every docstring shown as Python console blocks."""
+
+    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        if obj.docstring is not None and ">>>" in obj.docstring.value:
+            obj.docstring.value = fence_doctests(obj.docstring.value)
