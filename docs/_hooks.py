@@ -104,6 +104,12 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+def repository_url() -> str | None:
+    """pyproject.toml's `Source` URL (a GitHub repository), if it has one."""
+    found = re.search(r'^Source = "(https://github\.com/[^"]+?)/?"', (REPO / "pyproject.toml").read_text("utf-8"), re.M)
+    return found[1] if found else None
+
+
 def rewrite_links(markdown: str, src_uri: str, source: str | None = None) -> str:
     """Links to repository files, written from where the text lies (`source`, a repository path; by
     default the page's own file), pointed at the site's pages."""
@@ -120,7 +126,11 @@ def rewrite_links(markdown: str, src_uri: str, source: str | None = None) -> str
             repo_path, anchor = posixpath.normpath(posixpath.join(here, path)), hash_ + anchor
         site_path = site_path_of(repo_path)
         if site_path is None:
-            # A URL stays as written; a relative path is left for `mkdocs build --strict` to report.
+            # Another file of the repository (tests/README.md) is linked where the repository is hosted;
+            # a URL stays as written, and a path to no file is left for `mkdocs build --strict` to report.
+            source_url = repository_url()
+            if url is None and source_url and (REPO / repo_path).exists():
+                return f"]({source_url}/blob/main/{repo_path}{anchor})"
             return match[0]
         relative = posixpath.relpath(site_path, posixpath.dirname(src_uri) or ".")
         return f"]({relative}{anchor})"

@@ -115,8 +115,21 @@ def test_links_to_repository_files_are_pointed_at_site_pages(link: str, page: st
     assert _hooks().rewrite_links(f"see [it]({link}).", page, source) == f"see [it]({site_link})."
 
 
-@pytest.mark.parametrize("link", ["https://numpy.org/doc/", "#errors", "../tests/README.md",
+@pytest.mark.parametrize("link", ["https://numpy.org/doc/", "#errors", "../no/such/file.md",
                                   "https://github.com/someone/rearr/blob/main/tests/README.md"])
-def test_other_links_are_left_as_written(link: str) -> None:
-    # A relative one the site lacks stays, so that `mkdocs build --strict` reports it.
-    assert _hooks().rewrite_links(f"[x]({link})", "index.md") == f"[x]({link})"
+def test_other_links_are_left_as_written(link: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A path to no file stays, so that `mkdocs build --strict` reports it.
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "repository_url", lambda: "https://github.com/someone/rearr")
+    assert hooks.rewrite_links(f"[x]({link})", "index.md") == f"[x]({link})"
+
+
+@pytest.mark.parametrize("url, site_link", [
+    ("https://github.com/someone/rearr", "https://github.com/someone/rearr/blob/main/tests/README.md#layout"),
+    (None, "../tests/README.md#layout"),  # no repository URL: left for `mkdocs build --strict` to report
+])
+def test_a_repository_file_off_the_site_is_linked_where_the_repository_is(
+        url: str | None, site_link: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "repository_url", lambda: url)
+    assert hooks.rewrite_links("[x](../tests/README.md#layout)", "index.md") == f"[x]({site_link})"
