@@ -369,6 +369,9 @@ def _explain(args: argparse.Namespace) -> int:
     if args.svg:  # first: a reader that closes stdout early (`| head`) does not lose the file
         try:
             Path(args.svg).write_text(result.to_svg() + "\n", encoding="utf-8")
+        except RearrError as e:
+            print(f"rearr explain: {e}", file=sys.stderr)
+            return 1
         except OSError as e:
             print(f"rearr explain: cannot write {args.svg}: {lint.describe_os_error(e)}", file=sys.stderr)
             return 2

@@ -8,7 +8,8 @@ that pasting them gives rearr's result (tests/test_explain.py runs them). This
 module keeps the prose: the axes, why each step is a view or a copy, the index
 formula. Neither importing it nor explaining imports torch, numpy or dask (the
 backend modules bind their framework late); numpy is loaded only for
-``show=True``, which runs the real rearr on an example.
+``show=True`` and the picture (``to_svg()``, rearr/tools/picture.py), which run
+the real rearr on an example.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from ..planning.plan import (
     TakeRows,
 )
 from ..rules import recipe
-from . import picture
 
 OPS = ("rearrange", "reduce", "repeat", "scatter", "einsum")
 BACKENDS = ("torch", "numpy", "dask", "array_api", "jax")  # the backends that ship explain templates (a CODE table)
@@ -103,24 +103,33 @@ class Explanation(Record):
             lines += [f"  {row}".rstrip() for row in str(self.layout).splitlines()]
         return "\n".join(lines)
 
-    def to_svg(self, max_rows: int = picture.MAX_ROWS, max_cols: int = picture.MAX_COLS) -> str:
+    def to_svg(self, max_rows: int | None = None, max_cols: int | None = None) -> str:
         """The picture: the input, its index tensors and the result as grids of labelled elements.
 
         rearr runs on ``arange`` input (with the index tensors passed to explain, or
         example ones), so each result cell shows the flat position of the element it
         holds, in that element's colour; gathers and scatters show which elements
         each cell reads or combines. Axes longer than ``max_rows`` / ``max_cols`` are
-        elided, and the caption says what it left out.
+        elided (by default picture.MAX_ROWS and MAX_COLS), and the caption says what it left out.
         """
-        return picture.svg(self, _show_axis, max_rows, max_cols)
+        from . import picture  # it imports xml.sax.saxutils, which imports urllib: only when drawing
 
-    def _repr_svg_(self) -> str:
-        return self.to_svg()
+        return picture.svg(self, _show_axis, max_rows or picture.MAX_ROWS, max_cols or picture.MAX_COLS)
+
+    def _repr_svg_(self) -> str | None:
+        try:
+            return self.to_svg()
+        except RearrError:  # a notebook shows the other formats; to_svg() raises it
+            return None
 
     def _repr_html_(self) -> str:
         from xml.sax.saxutils import escape
 
-        return f"<div><pre>{escape(str(self))}</pre>\n{self.to_svg()}</div>"
+        try:
+            drawn = self.to_svg()
+        except RearrError as e:  # the caller's index tensor cannot run: say so under the report
+            drawn = f"<p>not drawn: {escape(str(e))}</p>"
+        return f"<div><pre>{escape(str(self))}</pre>\n{drawn}</div>"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
@@ -574,6 +583,7 @@ def _show(plan: Plan, r: recipe.Recipe, lengths, reduction, tensors) -> tuple[An
     import numpy as np
 
     from .. import api
+    from . import picture
 
     size, out_size = math.prod(plan.in_shape), math.prod(plan.out_shape)
     if max(size, out_size) > SHOW_LIMIT:

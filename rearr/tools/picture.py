@@ -18,17 +18,20 @@ from __future__ import annotations
 import colorsys
 import itertools
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from .._record import Record
+from ..errors import RearrError
 
 MAX_ROWS = 12  # a panel shows every row up to this many, else its first MAX_ROWS - 3 and last 2
 MAX_COLS = 16
 MAX_PANELS = 6  # rank > 2: panels for the leading axes, at most this many (first ones and the last)
 RUN_LIMIT = 1 << 22  # the picture runs rearr on inputs and results of at most this many elements
 LISTED = 3  # a cell names all its sources up to this many, else the first and the last
+ATTRIBUTE_LIMIT = 64  # data-sources lists up to this many; a cell with more has data-min and data-max
 
 FONT = 11
 CHAR = 6.7  # the width of one monospace character at FONT
@@ -39,7 +42,7 @@ PAD = 16
 BACKGROUND = "#ffffff"
 INK = "#222222"
 EMPTY = "#f1f1f1"  # a result cell that no element writes (scatter's fill)
-INDEX = "#e4e4e4"  # the cells of an index tensor
+INDEX = "#e4e4e4"  # the cells of an index tensor, and einsum's
 
 
 def example_indices(plan: Any) -> dict[str, Any]:
@@ -71,14 +74,49 @@ class Sources(Record):
     complete: bool = True
 
 
-class Routes(Record):
-    """Where each element goes: the result's shape and the sources of each of its cells, row-major."""
+class Routes:
+    """Where each element goes, from runs of rearr on arange input: for each result cell (row-major) the
+    count, the smallest and the largest of its sources, and all of them where they are known.
 
-    out_shape: tuple[int, ...]
-    cells: tuple[Sources, ...]
-    indices: tuple[tuple[str, Any], ...]  # the index tensors it ran with (numpy)
-    example: bool  # True when the indices are explain's examples, not the caller's
-    error: str | None = None  # the caller's reduction refused these indices (set with duplicates)
+    ``rows``/``row_of``: reduce's groups (each row of ``rows`` one group, sorted; ``row_of`` the group
+    of each result cell); ``middle``: scatter's third source of a cell that has three. ``reads``:
+    how many times each of the n input elements is read, or None where the runs do not tell.
+    """
+
+    def __init__(self, n: int, out_shape: tuple[int, ...], indices: tuple[tuple[str, Any], ...], example: bool,
+                 count: Any, first: Any, last: Any, middle: Any = None, rows: Any = None, row_of: Any = None,
+                 error: str | None = None) -> None:
+        import numpy as np
+
+        self.out_shape, self.indices, self.example, self.error = out_shape, indices, example, error
+        self.count, self.first, self.last, self.middle, self.rows, self.row_of = count, first, last, middle, \
+            rows, row_of
+        self.size = len(count)
+        self.complete = rows is not None or bool((count <= LISTED).all())
+        self.reads = None if not self.complete else np.bincount(self._all_sources(), minlength=n)
+
+    def _all_sources(self) -> Any:
+        import numpy as np
+
+        if self.rows is not None:
+            return self.rows[self.row_of].ravel()
+        c = self.count
+        if self.middle is None:  # one source a cell
+            return self.first
+        parts = [self.first[c >= 1], self.last[c >= 2]]
+        if self.middle is not None:
+            parts.append(self.middle[c == 3])
+        return np.concatenate(parts)
+
+    def sources(self, flat: int) -> Sources:
+        count = int(self.count[flat])
+        if self.rows is not None:
+            return Sources(tuple(int(v) for v in self.rows[self.row_of[flat]]), count)
+        lo, hi = int(self.first[flat]), int(self.last[flat])
+        listed = {0: (), 1: (lo,), 2: (lo, hi)}.get(count, (lo, hi))
+        if count == 3 and self.middle is not None:
+            listed = (lo, int(self.middle[flat]), hi)
+        return Sources(listed, count, count <= LISTED)
 
 
 def routes(e: Any) -> Routes:
@@ -93,59 +131,57 @@ def routes(e: Any) -> Routes:
     example = any(v is None for v in indices.values())
     examples = example_indices(plan)
     indices = {n: examples[n] if v is None else v for n, v in indices.items()}
-    n = math.prod(plan.in_shape)
-    x = np.arange(n, dtype=np.int64).reshape(plan.in_shape)
+    x = np.arange(math.prod(plan.in_shape), dtype=np.int64).reshape(plan.in_shape)
     kwargs = dict(e.lengths, **indices)
-    error = None
+    known = (x.size, tuple(plan.out_shape), tuple(indices.items()), example and bool(indices))
     if e.op == "reduce":
-        cells = _reduce_routes(x, e.pattern, kwargs)
-    elif e.op == "scatter":
-        cells = _scatter_routes(x, e.pattern, kwargs)
-        try:  # the caller's own reduction, once: 'set' refuses duplicate targets
-            api.scatter(x.astype(np.float64), e.pattern, e.reduction, **kwargs)
-        except Exception as err:  # a RearrError, or what a callable raises
-            error = f"{type(err).__name__}: {getattr(err, 'message', err)}"
-    else:
-        out = np.asarray(getattr(api, e.op)(x, e.pattern, **kwargs))
-        cells = tuple(Sources((int(s),), 1) for s in out.ravel())
-    return Routes(tuple(plan.out_shape), cells, tuple(indices.items()), example and bool(indices), error)
+        return _reduce_routes(x, e.pattern, kwargs, known)
+    if e.op == "scatter":
+        return _scatter_routes(x, e.pattern, e.reduction, kwargs, known)
+    out = np.asarray(getattr(api, e.op)(x, e.pattern, **kwargs)).ravel()
+    return Routes(*known, np.ones_like(out), out, out)
 
 
-def _reduce_routes(x: Any, pattern: str, kwargs: dict) -> tuple[Sources, ...]:
-    """A reduce with a callable that records each group of inputs and keeps its smallest position."""
+def _reduce_routes(x: Any, pattern: str, kwargs: dict, known: tuple) -> Routes:
+    """A reduce with a callable that records each group of inputs and gives each group's number
+    in its place, so that the result says which group each cell holds."""
     import numpy as np
 
     from .. import api
 
-    groups: dict[int, tuple[int, ...]] = {}
+    seen: list[Any] = []
 
     def collect(y: Any, axes: tuple[int, ...]) -> Any:
         y = np.asarray(y)
         axes = tuple(axes)
-        width = math.prod(y.shape[a] for a in axes)
-        rows = np.moveaxis(y, axes, tuple(range(y.ndim - len(axes), y.ndim))).reshape(-1, width)
-        for row in rows:
-            groups[int(row.min())] = tuple(sorted(int(v) for v in row))
-        return y.min(axis=axes)
+        kept = tuple(n for a, n in enumerate(y.shape) if a not in axes)
+        rows = np.moveaxis(y, axes, tuple(range(y.ndim - len(axes), y.ndim))).reshape(math.prod(kept), -1)
+        seen.append(np.sort(rows, axis=1))
+        return np.arange(len(rows), dtype=np.int64).reshape(kept)
 
-    out = np.asarray(api.reduce(x, pattern, collect, **kwargs))
-    return tuple(Sources(groups.get(int(v), (int(v),)), len(groups.get(int(v), (v,)))) for v in out.ravel())
+    out = np.asarray(api.reduce(x, pattern, collect, **kwargs)).ravel()
+    if not seen:  # no axis is reduced: each cell holds one element
+        return Routes(*known, np.ones_like(out), out, out)
+    rows = seen[0]
+    groups = rows[out]
+    return Routes(*known, np.full(len(out), rows.shape[1]), groups[:, 0], groups[:, -1], rows=rows, row_of=out)
 
 
-def _scatter_routes(x: Any, pattern: str, kwargs: dict) -> tuple[Sources, ...]:
-    """Each target's sources from four scatters: the count, the smallest, the largest and the sum."""
+def _scatter_routes(x: Any, pattern: str, reduction: object, kwargs: dict, known: tuple) -> Routes:
+    """Each target's sources from four scatters: the count, the smallest, the largest and the sum (which
+    gives the third of three); then the caller's own reduction once, which may refuse the indices."""
     import numpy as np
 
     from .. import api
 
-    count, low, high, total = (np.asarray(api.scatter(v, pattern, r, **kwargs)).ravel().tolist() for v, r in
+    count, low, high, total = (np.asarray(api.scatter(v, pattern, r, **kwargs)).ravel() for v, r in
                                ((np.ones_like(x), "sum"), (x, "min"), (x, "max"), (x, "sum")))
-    cells = []
-    for c, lo, hi, s in zip(count, low, high, total):
-        c, lo, hi, s = int(c), int(lo), int(hi), int(s)
-        listed = {0: (), 1: (lo,), 2: (lo, hi), 3: (lo, s - lo - hi, hi)}.get(c, (lo, hi))
-        cells.append(Sources(listed, c, c <= LISTED))
-    return tuple(cells)
+    error = None
+    try:  # 'set' refuses two writes to one target
+        api.scatter(x.astype(np.float64), pattern, reduction, **kwargs)
+    except RearrError as err:
+        error = f"{err.code}: {err.message}"
+    return Routes(*known, count, low, high, middle=total - low - high, error=error)
 
 
 # --- one drawn cell and one tensor -------------------------------------------------
@@ -171,10 +207,10 @@ class Tensor(Record):
 
 def _shown(n: int, limit: int) -> list[int | None]:
     """The positions drawn along an axis of length n; None is the gap of the elided ones."""
+    limit = max(limit, 4)  # at least the first, the gap and the last two
     if n <= limit:
         return list(range(n))
-    head = limit - 3
-    return [*range(head), None, n - 2, n - 1]
+    return [*range(limit - 3), None, n - 2, n - 1]
 
 
 def elided(t: Tensor, max_rows: int, max_cols: int) -> list[str]:
@@ -189,8 +225,9 @@ def elided(t: Tensor, max_rows: int, max_cols: int) -> list[str]:
 
 
 def _ranges(shown: list[int]) -> str:
-    head = [p for p in shown if p < shown[-1] - 1] or shown[:1]
-    return f"{head[0]}-{head[-1]} and {shown[-2]}-{shown[-1]}"
+    """'0-8 and 62-63': the first positions shown and the last two."""
+    head = shown[:-2]
+    return f"{head[0]}{f'-{head[-1]}' if len(head) > 1 else ''} and {shown[-2]}-{shown[-1]}"
 
 
 def _grid(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -228,6 +265,32 @@ class _Svg:
                           f'<rect width="{width}" height="{height}" fill="{BACKGROUND}"/>', *self.parts, "</svg>"])
 
 
+class _Layout(Record):
+    """Which positions of a tensor are drawn: rows and columns of each panel (None: the elided gap),
+    the panels (positions of the leading axes), and each drawn cell's look."""
+
+    rows: tuple[int | None, ...]
+    cols: tuple[int | None, ...]
+    panels: tuple[tuple[int, ...] | None, ...]
+    looks: dict
+
+
+def _layout(t: Tensor, max_rows: int, max_cols: int) -> _Layout:
+    rank = len(t.shape)
+    rows = _shown(t.shape[-2], max_rows) if rank >= 2 else [0]
+    cols = _shown(t.shape[-1], max_cols) if rank >= 1 else [0]
+    combos = list(itertools.product(*(range(n) for n in t.shape[:-2])))
+    panels = [None if p is None else combos[p] for p in _shown(len(combos), MAX_PANELS)]
+    looks = {ix: t.cell(ix) for p in panels if p is not None for r in rows if r is not None
+             for c in cols if c is not None for ix in [_at(p, r, c, rank)]}
+    return _Layout(tuple(rows), tuple(cols), tuple(panels), looks)
+
+
+def _at(panel: tuple[int, ...], row: int, col: int, rank: int) -> tuple[int, ...]:
+    """The index of a cell: its panel's position, then its row and column (as far as the rank has them)."""
+    return (*panel, *([row] if rank >= 2 else []), *([col] if rank >= 1 else []))
+
+
 def draw_tensor(svg: _Svg, t: Tensor, max_rows: int, max_cols: int) -> None:
     """One tensor: a title, then a row of 2-d panels (one per position of the leading axes)."""
     svg.line(f"{t.name}  shape {t.shape}" + (f"  axes: {'  '.join(t.dims)}" if t.dims else ""), cls="tensor")
@@ -235,33 +298,24 @@ def draw_tensor(svg: _Svg, t: Tensor, max_rows: int, max_cols: int) -> None:
         svg.line("  (no element: an axis has length 0)")
         return
     rank = len(t.shape)
-    rows = _shown(t.shape[-2], max_rows) if rank >= 2 else [0]
-    cols = _shown(t.shape[-1], max_cols) if rank >= 1 else [0]
-    lead = t.shape[:-2] if rank >= 2 else ()
-    combos = list(itertools.product(*(range(n) for n in lead)))
-    panels: list[tuple[int, ...] | None] = [combos[p] if p is not None else None
-                                            for p in _shown(len(combos), MAX_PANELS)]
-    shown = [(*lead_ix, *([r] if rank >= 2 else []), *([c] if rank >= 1 else []))
-             for lead_ix in (p for p in panels if p is not None) for r in rows if r is not None
-             for c in cols if c is not None]
-    looks = {ix: t.cell(ix) for ix in shown}
-    width = max(28.0, max(max(len(c.text), len(c.sub) * 0.8) for c in looks.values()) * CHAR + 10)
-    height = ROW2 if any(c.sub for c in looks.values()) else ROW
-    number = len(str(max(t.shape[-2] - 1, 0))) * CHAR + 6 if rank >= 2 else 0  # the row numbers' column
-    left = PAD + (FONT + 4 if rank >= 2 else 0) + number
+    lay = _layout(t, max_rows, max_cols)
+    width = max(28.0, max(max(len(c.text), len(c.sub) * 0.8) for c in lay.looks.values()) * CHAR + 10)
+    height = ROW2 if any(c.sub for c in lay.looks.values()) else ROW
+    numbers = len(str(max(t.shape[-2] - 1, 0))) * CHAR + 6 if rank >= 2 else 0  # the row numbers' column
+    left = PAD + FONT + 4 + numbers
     top = svg.y + 8 + (FONT + 4 if rank >= 3 else 0) + (FONT + 2)
-    grid_h = sum(GAP if r is None else height for r in rows)
-    grid_w = sum(GAP if c is None else width for c in cols)
+    grid_h = sum(GAP if r is None else height for r in lay.rows)
+    grid_w = sum(GAP if c is None else width for c in lay.cols)
     if rank >= 2:  # the row axis, written upwards beside the first panel
         label, mid = f"{t.dims[-2]} ({t.shape[-2]})", top + grid_h / 2
         svg.text(PAD + FONT, mid, label, anchor="middle", extra=f' transform="rotate(-90 {PAD + FONT:g} {mid:g})"')
     x0 = left
-    for p in panels:
+    for k, p in enumerate(lay.panels):
         if p is None:
             svg.text(x0 + 4, top + grid_h / 2, "…", size=FONT + 4)
             x0 += 28
             continue
-        _panel(svg, t, p, rows, cols, looks, x0, top, width, height, number)
+        _panel(svg, t, lay, p, k == 0, (x0, top, width, height))
         x0 += grid_w + 22
     svg.width = max(svg.width, x0)
     if rank >= 1:
@@ -269,30 +323,31 @@ def draw_tensor(svg: _Svg, t: Tensor, max_rows: int, max_cols: int) -> None:
     svg.y = top + grid_h + FONT + 8
 
 
-def _panel(svg: _Svg, t: Tensor, lead: tuple[int, ...], rows: list, cols: list, looks: dict, x0: float,
-           top: float, width: float, height: float, number: float) -> None:
+def _panel(svg: _Svg, t: Tensor, lay: _Layout, panel: tuple[int, ...], first: bool,
+           box: tuple[float, float, float, float]) -> None:
+    """One 2-d panel at (x0, top) with cells of the given width and height; the first numbers its rows."""
+    x0, top, width, height = box
     rank = len(t.shape)
     if rank >= 3:
-        title = ", ".join(f"{d}={i}" for d, i in zip(t.dims, lead))
-        svg.text(x0, top - FONT - 6, title, cls="panel")
+        svg.text(x0, top - FONT - 6, ", ".join(f"{d}={i}" for d, i in zip(t.dims, panel)), cls="panel")
     y = top
-    for r in rows:
+    for r in lay.rows:
         if r is None:
             svg.text(x0 + 2, y + GAP - 3, "⋮", cls="gap")
             y += GAP
             continue
-        if rank >= 2 and lead == next(iter(looks))[:len(lead)]:
+        if rank >= 2 and first:
             svg.text(x0 - 4, y + height / 2 + 4, str(r), size=FONT - 2, anchor="end")
         x = x0
-        for c in cols:
+        for c in lay.cols:
             if c is None:
                 svg.text(x + 2, y + height / 2 + 4, "…", cls="gap")
                 x += GAP
                 continue
-            if r == rows[0]:
+            if r == lay.rows[0]:
                 svg.text(x + width / 2, top - 3, str(c), size=FONT - 2, anchor="middle")
-            ix = (*lead, *([r] if rank >= 2 else []), *([c] if rank >= 1 else []))
-            svg.parts.append(_cell(looks[ix], t.name, ix, x, y, width, height))
+            ix = _at(panel, r, c, rank)
+            svg.parts.append(_cell(lay.looks[ix], t.name, ix, x, y, width, height))
             x += width
         y += height
 
@@ -339,6 +394,9 @@ def svg(e: Any, show_axis: Callable[[str], str], max_rows: int = MAX_ROWS, max_c
         return _einsum(out, e, heading, max_rows, max_cols)
     plan = e.plan
     n, n_out = math.prod(plan.in_shape), math.prod(plan.out_shape)
+    if not n or not n_out:
+        out.line(f"nothing to draw: the {'input' if not n else 'result'} has no element")
+        return out.done(heading)
     if max(n, n_out) > RUN_LIMIT:
         out.line(f"not drawn: the input has {n:,} and the result {n_out:,} elements (the picture runs rearr on "
                  f"at most {RUN_LIMIT:,}); explain a smaller shape to see where the elements go")
@@ -347,19 +405,11 @@ def svg(e: Any, show_axis: Callable[[str], str], max_rows: int = MAX_ROWS, max_c
     in_dims = _dims_text(plan.in_dims, show_axis, {s.axis: s.name for s in plan.gathers})
     out_dims = _dims_text(plan.out_dims, show_axis, {s.axis: s.name for s in plan.scatters})
     tensors = [_input(e, r, n, in_dims)]
-    tensors += [_index(name, value) for name, value in r.indices]
+    axes = {u.name: tuple(show_axis(a) for a in u.axes) for u in plan.indices}
+    tensors += [_index(name, value, axes[name]) for name, value in r.indices]
     tensors.append(_output(e, r, n, out_dims))
-    captions: list[str] = []
-    for k, t in enumerate(tensors):
-        if k == len(tensors) - 1:
-            out.y += 6
-            out.line(f"↓ {e.op}" + (f" ({_reduction(e.reduction)})" if e.reduction else ""), cls="arrow")
-        draw_tensor(out, t, max_rows, max_cols)
-        out.y += 6
-        captions += elided(t, max_rows, max_cols)
-    for line in _legend(e, r) + captions:
-        out.line(line, FONT - 1, cls="caption")
-    return out.done(heading)
+    arrow = f"↓ {e.op}" + (f" ({_reduction(e.reduction)})" if e.reduction else "")
+    return _draw(out, heading, tensors, arrow, _legend(e, r), max_rows, max_cols)
 
 
 def _reduction(reduction: object) -> str:
@@ -368,29 +418,31 @@ def _reduction(reduction: object) -> str:
 
 def _input(e: Any, r: Routes, n: int, dims: tuple[str, ...]) -> Tensor:
     """The input: each cell its flat position; reduce colours it by the result cell it goes into."""
+    import numpy as np
+
     shape = e.plan.in_shape
-    reads = [0] * n
-    target = [0] * n
-    for t, cell in enumerate(r.cells):
-        for s in cell.listed if cell.complete else ():
-            reads[s] += 1
-            target[s] = t
-    by_target = e.op == "reduce"
-    counted = e.op != "scatter" or all(c.complete for c in r.cells)
+    reads = r.reads
+    target = None
+    if e.op == "reduce":  # each element's result cell
+        target = np.zeros(n, dtype=np.int64)
+        if r.rows is None:
+            target[r.first] = np.arange(r.size)
+        else:
+            target[r.rows[r.row_of].ravel()] = np.repeat(np.arange(r.size), r.rows.shape[1])
 
     def cell(ix: tuple[int, ...]) -> Cell:
         flat = _flat(ix, shape)
-        k = reads[flat]
-        sub = f"×{k}" if counted and k > 1 else ""
-        fill = colour(target[flat], len(r.cells)) if by_target else colour(flat, n)
+        k = None if reads is None else int(reads[flat])
+        fill = colour(flat, n) if target is None else colour(int(target[flat]), r.size)
         title = f"{e.input_name}[{', '.join(map(str, ix))}]: flat position {flat}" + (
-            f", read {k} times" if counted and k != 1 else "")
-        return Cell(str(flat), sub, (fill,), (("data-sources", str(flat)),), title, counted and k == 0)
+            f", read {k} times" if k is not None and k != 1 else "")
+        return Cell(str(flat), f"×{k}" if k is not None and k > 1 else "", (fill,), (("data-sources", str(flat)),),
+                    title, k == 0)
 
     return Tensor(e.input_name, shape, dims, cell)
 
 
-def _index(name: str, value: Any) -> Tensor:
+def _index(name: str, value: Any, axes: tuple[str, ...]) -> Tensor:
     shape = tuple(value.shape)
     flat = value.ravel().tolist()
 
@@ -398,7 +450,11 @@ def _index(name: str, value: Any) -> Tensor:
         v = int(flat[_flat(ix, shape)])
         return Cell(str(v), "", (INDEX,), (("data-value", str(v)),), f"{name}[{', '.join(map(str, ix))}] = {v}")
 
-    return Tensor(name, shape, tuple(f"dim {k}" for k in range(len(shape))), cell)
+    return Tensor(name, shape, axes if len(axes) == len(shape) else _numbered(shape), cell)
+
+
+def _numbered(shape: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(f"dim {k}" for k in range(len(shape)))
 
 
 def _output(e: Any, r: Routes, n: int, dims: tuple[str, ...]) -> Tensor:
@@ -408,14 +464,14 @@ def _output(e: Any, r: Routes, n: int, dims: tuple[str, ...]) -> Tensor:
 
     def cell(ix: tuple[int, ...]) -> Cell:
         flat = _flat(ix, shape)
-        s = r.cells[flat]
-        fills = (colour(flat, len(r.cells)),) if by_target else tuple(colour(v, n) for v in s.listed) or (EMPTY,)
+        s = r.sources(flat)
+        fills = (colour(flat, r.size),) if by_target else tuple(colour(v, n) for v in s.listed) or (EMPTY,)
         if len(fills) > LISTED:
             fills = (fills[0], fills[-1])
         text = ",".join(map(str, s.listed)) if s.count <= LISTED else f"{s.listed[0]}…{s.listed[-1]}"
         sub = f"{how} of {s.count}" if s.count > 1 and how else ""
         attrs: tuple[tuple[str, str], ...] = (("data-count", str(s.count)),)
-        if s.complete:
+        if s.complete and s.count <= ATTRIBUTE_LIMIT:
             attrs += (("data-sources", _csv(s.listed)),)
         else:
             attrs += (("data-min", str(s.listed[0])), ("data-max", str(s.listed[-1])))
@@ -432,13 +488,14 @@ def _legend(e: Any, r: Routes) -> list[str]:
     x = e.input_name
     lines = [f"each cell: the flat (row-major) position in {x} of the element it holds; "
              + ("colour: the result cell it goes into" if e.op == "reduce" else "the same colour in input and result")]
-    if e.op in ("rearrange", "repeat") and any(c.listed for c in r.cells):
-        lines.append("×k: read k times; faded: not read")
-    if any(c.count > 1 for c in r.cells):
+    if r.reads is not None and (r.reads != 1).any():
+        lines.append(f"in {x}: ×k: read k times; faded: not read")
+    if r.size and r.count.max() > 1:
         lines.append(f"a cell with several sources combines them by {_reduction(e.reduction)}; "
                      f"it names up to {LISTED}, else the first…last")
     if e.op == "scatter":
         lines.append("·: no element is written there, it holds the fill (0 by default)")
+    lines.append(f"formula: {e.formula}")
     if r.example:
         names = ", ".join(n for n, _ in r.indices)
         lines.append(f"{names}: example values (explain was given shapes only); pass the index itself, "
@@ -450,27 +507,45 @@ def _legend(e: Any, r: Routes) -> list[str]:
 
 def _einsum(out: _Svg, e: Any, heading: str, max_rows: int, max_cols: int) -> str:
     """einsum: the operands and the result's shapes, each cell its own flat position; the formula says the rest."""
-    tensors = [_plain(name, shape) for name, shape in e.operands] + [_plain("out", e.out_shape)]
-    captions = []
+    sides = e.pattern.split("->")
+    dims = [_tokens(text) for text in sides[0].split(",")] + [_tokens(sides[-1])]
+    shapes = [shape for _, shape in e.operands] + [e.out_shape]
+    names = [name for name, _ in e.operands] + ["out"]
+    tensors = [_plain(name, tuple(shape), d) for name, shape, d in zip(names, shapes, dims)]
+    legend = ["each cell: its own flat (row-major) position; each result element sums products of "
+              "the operands' elements:", f"formula: {e.formula}"]
+    return _draw(out, heading, tensors, "↓ einsum", legend, max_rows, max_cols)
+
+
+def _draw(out: _Svg, heading: str, tensors: list[Tensor], arrow: str, legend: list[str], max_rows: int,
+          max_cols: int) -> str:
+    """The tensors top to bottom, the arrow before the last (the result), then the legend and what was elided."""
+    captions = list(legend)
     for k, t in enumerate(tensors):
         if k == len(tensors) - 1:
-            out.line("↓ einsum", cls="arrow")
+            out.y += 6
+            out.line(arrow, cls="arrow")
         draw_tensor(out, t, max_rows, max_cols)
         out.y += 6
         captions += elided(t, max_rows, max_cols)
-    for line in [f"each cell: its own flat position; {e.formula}"] + captions:
+    for line in captions:
         out.line(line, FONT - 1, cls="caption")
     return out.done(heading)
 
 
-def _plain(name: str, shape: tuple[int, ...]) -> Tensor:
-    n = math.prod(shape)
+def _tokens(text: str) -> tuple[str, ...]:
+    """The dims of one side of an einsum pattern as written: a, (a b), ..."""
+    return tuple(re.findall(r"\([^()]*\)|[^\s()]+", text))
+
+
+def _plain(name: str, shape: tuple[int, ...], dims: tuple[str, ...]) -> Tensor:
+    """A tensor whose cells show their own flat position, in one neutral colour."""
 
     def cell(ix: tuple[int, ...]) -> Cell:
         flat = _flat(ix, shape)
-        return Cell(str(flat), "", (colour(flat, n),), (), f"{name}[{', '.join(map(str, ix))}]")
+        return Cell(str(flat), "", (INDEX,), (), f"{name}[{', '.join(map(str, ix))}]")
 
-    return Tensor(name, tuple(shape), tuple(f"dim {k}" for k in range(len(shape))), cell)
+    return Tensor(name, shape, dims if len(dims) == len(shape) else _numbered(shape), cell)
 
 
 def _flat(ix: tuple[int, ...], shape: tuple[int, ...]) -> int:
