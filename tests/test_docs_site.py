@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "mkdocs.yml").exists())  # wherever tests/ puts it
 QUESTIONS = ["flatten-order", "permute-contiguous-view", "numpy-transpose-flatten", "gather-scatter-pitfalls"]
 SITE_PACKAGES = ["mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"]
 
