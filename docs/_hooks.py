@@ -180,7 +180,7 @@ def picture(call: str, src_uri: str) -> str:
 
 def include(path: str, src_uri: str) -> str:
     """A repository file's text, its links pointed at the site; a file not (yet) in the checkout is
-    said so on the page (tests/test_docs_site.py checks the inclusion where the file exists)."""
+    said so on the page (tests/docs/test_docs_site.py checks the inclusion where the file exists)."""
     if INCLUDED_INTO.get(path) != src_uri:
         raise PluginError(f"{src_uri}: includes {path}; docs/_hooks.py's INCLUDED_INTO names its page")
     file = REPO / path
