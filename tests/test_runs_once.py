@@ -9,6 +9,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import rearr
+import rearr.run.cache
 from rearr import RearrError
 
 
@@ -80,7 +81,7 @@ def test_an_indexed_plan_that_fails_runs_once_per_call(method, call):
 def test_a_bad_index_left_to_the_native_call_is_named_after_one_run(fresh):
     x, good, bad = torch.arange(12.0).reshape(3, 4), torch.tensor([[0, 1]] * 3), torch.tensor([[0, 1], [2, 9], [0, 0]])
     if fresh:
-        rearr.api._direct_runs.cache_clear()
+        rearr.run.cache.direct.cache_clear()
     else:
         rearr.rearrange(x, "b n[i: b k] -> b k", i=good)
 

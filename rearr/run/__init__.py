@@ -1,0 +1,12 @@
+"""The run stage: a call's cached program, found or made, applied to its tensors.
+
+    cache.py    the bounded tables, each with the one function that makes its key
+    call.py     the call path of every op: the table look-up, the careful path, errors in context
+    program.py  a plain call's Plan compiled to its program, one function run(x, env)
+    indexed.py  the careful path of calls with index brackets, and their programs
+    einsum.py   einsum's careful path and its programs
+    packing.py  pack, unpack, parse_shape and asnumpy
+
+Words: a Plan (rearr.planning.plan) is data; a program is the function compiled from it; to run is to
+apply a program to a call's tensors.
+"""

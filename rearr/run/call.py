@@ -1,0 +1,210 @@
+"""The call path of every op, written once: the fast path (one look-up in the op's table, then its
+program), the careful path (every check, the program found or compiled, run), and errors in the call's
+context. A program runs at most once per call: what it raises is what the caller sees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..backends import _BY_TYPE, backend_for
+from ..errors import RearrError
+from ..planning import planner
+from ..rules import arguments, recipe
+from . import cache
+from .cache import CAREFUL, DIRECT, EINSUM_PAIRS, PLAIN, direct_key, int_items
+from .program import length_value
+from .program import plain as plain_program
+
+
+def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
+              check_bounds: bool | str = True) -> Any:
+    """rearrange, reduce and repeat: the program of a call seen before, else the careful path."""
+    run = indexed = None
+    if check_bounds is not True and check_bounds is not False:  # a mode to validate before any look-up
+        _check_bounds(check_bounds, op, pattern)
+    try:  # cache.plain_key, inlined: the hot path's one look-up
+        items = int_items(lengths) if lengths else ()
+        if items is not None:  # else an index tensor (or a length to validate)
+            run = PLAIN.get((op, pattern, reduction, tensor.__class__, tensor.shape, items))
+        elif check_bounds is True:  # an index tensor: see cache.DIRECT
+            indexed = DIRECT.get(direct_key(op, tensor, pattern, reduction, lengths))
+    except Exception:  # not hashable, or not a tensor: the careful path plans it, or says why
+        pass
+    try:
+        if run is not None:
+            return run(tensor, None)
+        if indexed is not None:
+            out = indexed(tensor, lengths)
+            if out is not CAREFUL:  # else it declined before running: the careful path says why
+                return out
+    except Exception as e:
+        raise_in_context(e, op, tensor, pattern, lengths)
+        raise
+    return careful(op, tensor, pattern, reduction, lengths, check_bounds)
+
+
+def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
+            check_bounds: bool | str = True) -> Any:
+    """transform's careful path: the arguments checked, the program found in or compiled into its
+    table (keyed on the call as it was made), run."""
+    if op == "reduce":
+        err = arguments.reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
+        if err is not None:
+            raise err
+    try:
+        backend = _BY_TYPE.get(type(tensor))
+        if backend is None:
+            tensor, backend = tensor_and_backend(tensor)
+        if pattern.__class__ is not str or "[" in pattern:
+            from .indexed import run as run_indexed  # here: `import rearr` does not load it
+
+            return run_indexed(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds)
+        for value in lengths.values():
+            if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
+                lengths = {n: length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
+                break
+        return _plain_entry(op, pattern, reduction, tensor, backend, lengths)(tensor, None)
+    except Exception as e:
+        raise_in_context(e, op, tensor, pattern, lengths)
+        raise
+
+
+def _plain_entry(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Any:
+    """The program of a call without brackets (int lengths): from cache.plain, else compiled now and
+    kept there, so that transform finds it on the next call."""
+    items = tuple(lengths.items())
+    key = cache.plain_key(op, pattern, reduction, x, lengths)
+    try:
+        if key is not None:  # else a symbolic length (torch.compile): planned for this call alone
+            return cache.plain.get(key, plain_program, op, pattern, reduction, backend, x.shape, items)
+    except TypeError:  # unhashable: see rearr.run.cache
+        pass
+    return plain_program(op, pattern, reduction, backend, x.shape, items)
+
+
+def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_bounds: bool | str,
+            kwargs: dict[str, Any]) -> Any:
+    """scatter: the direct program of a call seen before, else the careful path."""
+    if fill is None and into is None and check_bounds is True:  # a call seen before: see cache.DIRECT
+        run = None
+        try:
+            run = DIRECT.get(direct_key("scatter", src, pattern, reduction, kwargs))
+        except Exception:  # not hashable, or not a tensor: the careful path below
+            pass
+        if run is not None:
+            try:
+                out = run(src, kwargs)
+            except Exception as e:  # as in transform: the program ran once
+                raise_in_context(e, "scatter", src, pattern, kwargs)
+                raise
+            if out is not CAREFUL:  # else it declined before running: the careful path says why
+                return out
+    try:
+        if check_bounds is not True and check_bounds is not False:
+            _check_bounds(check_bounds, "scatter", pattern)
+        if fill is not None and into is not None:
+            raise RearrError("fill= and into= exclude each other", code="RA500",
+                             hint="into= gives every position a value; drop fill=")
+        err = arguments.reduction_error("scatter", reduction, None)
+        if err is not None:
+            raise err
+        if fill is not None:
+            fill = arguments.fill_value(fill, None)
+        x, backend = src, _BY_TYPE.get(type(src))
+        if backend is None:
+            x, backend = tensor_and_backend(src)
+        from .indexed import run as run_indexed  # here: `import rearr` does not load it
+
+        return run_indexed("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
+                           check_bounds)
+    except Exception as e:
+        raise_in_context(e, "scatter", src, pattern, kwargs, into)
+        raise
+
+
+def einsum(args: tuple, lengths: dict[str, Any]) -> Any:
+    """einsum: a two-operand call seen before runs from cache.EINSUM_PAIRS, others take the careful path."""
+    try:
+        if len(args) == 3:  # two operands, the common call: its overhead counts
+            a, b, pattern = args
+            try:  # cache.einsum_key, inlined
+                items = int_items(lengths) if lengths else ()
+                entry = EINSUM_PAIRS.get((pattern, a.__class__, a.shape, b.__class__, b.shape, items))
+            except (AttributeError, TypeError):  # not a tensor; a symbolic shape (torch.compile) does not hash
+                entry = None
+            if entry is not None:
+                run, pre, arg, post = entry
+                if pre:
+                    a = a if pre[0] is None else a.reshape(pre[0])
+                    b = b if pre[1] is None else b.reshape(pre[1])
+                try:
+                    out = run(arg, a, b)
+                except (RuntimeError, ValueError, TypeError) as e:
+                    from .einsum import refused
+
+                    refused(_BY_TYPE[a.__class__], e)
+                return out if post is None else out.reshape(post)
+        from .einsum import planned_call  # here: `import rearr` does not load it
+
+        return planned_call(args, lengths)
+    except RearrError as e:
+        tensors = args[:-1]
+        pattern = args[-1] if args else None
+        shapes = tuple(shape_of(t) for t in tensors)
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
+                             shape=shapes if shapes and None not in shapes else None, op="einsum") from None
+
+
+def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs: dict, *more: object) -> None:
+    """What a failed call raises: a RearrError with the call's pattern, shape and op filled in; the
+    RearrError that says why torch refused a sparse or nested tensor (policy.refuse_unusual); or, by
+    returning, e itself for the caller to re-raise unchanged."""
+    if isinstance(tensor, str) and not isinstance(pattern, str):  # rearrange('b c -> c b', x)
+        raise recipe.swapped_arguments(op, tensor) from None
+    if isinstance(e, RearrError):
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
+                             shape=shape_of(tensor), op=op) from None
+    if isinstance(e, RuntimeError | NotImplementedError):
+        from ..planning import policy  # here: only a failed call needs it
+
+        first = tensor[0] if isinstance(tensor, list | tuple) and tensor else tensor
+        try:
+            backend = _BY_TYPE.get(type(first)) or backend_for(first)
+        except RearrError:  # not a tensor: e stands
+            return
+        policy.refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
+
+
+def _check_bounds(value: object, op: str, pattern: object) -> None:
+    """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
+    err = arguments.check_bounds_error(value)
+    if err is not None:
+        raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
+
+
+def tensor_and_backend(tensor: Any) -> tuple[Any, Any]:
+    """The tensor (a list or tuple of equal-shaped tensors stacked) and its backend."""
+    if isinstance(tensor, list | tuple):
+        if not tensor:
+            raise RearrError("an empty list has no tensor to rearrange", code="RA500",
+                             hint="pass at least one tensor")
+        backend = backend_for(tensor[0])
+        shape = tuple(tensor[0].shape)  # compared, not hashed: torch.compile's symbolic lengths do not hash
+        same_shape = all(tuple(t.shape) == shape for t in tensor if backend.accepts(t))
+        devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
+        if not same_shape or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
+            for k, t in enumerate(tensor):  # nan != nan: an unknown length is RA304, not "shapes differ"
+                if backend.accepts(t):
+                    planner.known_shape(t.shape, f"list item {k}")
+            raise RearrError("a list input must hold tensors of one library, shape and device",
+                             code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
+                             hint="stack only equal-shaped tensors of the same kind")
+        return backend.stack(tensor), backend
+    return tensor, backend_for(tensor)
+
+
+def shape_of(tensor: Any) -> object:
+    if isinstance(tensor, list | tuple):
+        return tuple(tuple(getattr(t, "shape", ())) for t in tensor) if tensor else None
+    shape = getattr(tensor, "shape", None)
+    return tuple(shape) if shape is not None else None
