@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from .run import packing
+from . import run as _run
 from .run.call import einsum as _einsum
 from .run.call import scatter as _scatter
 from .run.call import transform as _transform
@@ -79,20 +79,20 @@ def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
 
 def pack(tensors: Sequence[Tensor], pattern: str) -> tuple[Tensor, list[tuple[int, ...]]]:
     """Flatten the '*' axes of each tensor and concatenate: pack([x, y], "b * c")."""
-    return packing.pack(tensors, pattern)
+    return _run.packing.pack(tensors, pattern)
 
 
 def unpack(tensor: Tensor, packed_shapes: Iterable[Sequence[int]], pattern: str) -> list[Tensor]:
     """The inverse of pack: split the '*' axis into tensors of the given shapes (one of them may
     hold a -1, inferred as in einops)."""
-    return packing.unpack(tensor, packed_shapes, pattern)
+    return _run.packing.unpack(tensor, packed_shapes, pattern)
 
 
 def asnumpy(tensor: Any) -> Any:
     """The tensor as a numpy array (detached and on the CPU for torch), as einops.asnumpy."""
-    return packing.asnumpy(tensor)
+    return _run.packing.asnumpy(tensor)
 
 
 def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
     """The lengths of the named axes: parse_shape(x, "b _ h w") -> {'b': 2, 'h': 5, 'w': 7}."""
-    return packing.parse_shape(tensor, pattern)
+    return _run.packing.parse_shape(tensor, pattern)

@@ -10,3 +10,13 @@
 Words: a Plan (rearr.planning.plan) is data; a program is the function compiled from it; to run is to
 apply a program to a call's tensors.
 """
+
+
+def __getattr__(name: str) -> object:
+    # packing (pack, unpack, parse_shape, asnumpy) loads on its first use: `import rearr` and a first
+    # rearrange do not need it. Importing it makes it an attribute of this package: found directly after.
+    if name == "packing":
+        from .packing import pack  # noqa: F401  (`from . import packing` would ask this function again)
+
+        return globals()["packing"]
+    raise AttributeError(f"module 'rearr.run' has no attribute {name!r}")

@@ -1,6 +1,7 @@
 """The call path of every op, written once: the fast path (one look-up in the op's table, then its
-program), the careful path (every check, the program found or compiled, run), and errors in the call's
-context. A program runs at most once per call: what it raises is what the caller sees."""
+program), the careful path (every check the fast path skipped, then the program found or made: by
+rearr.run.program, indexed or einsum), errors in the call's context. A program runs at most once per
+call: what it raises is what the caller sees."""
 
 from __future__ import annotations
 
@@ -10,10 +11,7 @@ from ..backends import _BY_TYPE, backend_for
 from ..errors import RearrError
 from ..planning import planner
 from ..rules import arguments, recipe
-from . import cache
 from .cache import CAREFUL, DIRECT, EINSUM_PAIRS, PLAIN, direct_key, int_items
-from .program import length_value
-from .program import plain as plain_program
 
 
 def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
@@ -21,7 +19,7 @@ def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: di
     """rearrange, reduce and repeat: the program of a call seen before, else the careful path."""
     run = indexed = None
     if check_bounds is not True and check_bounds is not False:  # a mode to validate before any look-up
-        _check_bounds(check_bounds, op, pattern)
+        check_bounds_mode(check_bounds, op, pattern)
     try:  # cache.plain_key, inlined: the hot path's one look-up
         items = int_items(lengths) if lengths else ()
         if items is not None:  # else an index tensor (or a length to validate)
@@ -43,45 +41,6 @@ def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: di
     return careful(op, tensor, pattern, reduction, lengths, check_bounds)
 
 
-def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
-            check_bounds: bool | str = True) -> Any:
-    """transform's careful path: the arguments checked, the program found in or compiled into its
-    table (keyed on the call as it was made), run."""
-    if op == "reduce":
-        err = arguments.reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
-        if err is not None:
-            raise err
-    try:
-        backend = _BY_TYPE.get(type(tensor))
-        if backend is None:
-            tensor, backend = tensor_and_backend(tensor)
-        if pattern.__class__ is not str or "[" in pattern:
-            from .indexed import run as run_indexed  # here: `import rearr` does not load it
-
-            return run_indexed(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds)
-        for value in lengths.values():
-            if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
-                lengths = {n: length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
-                break
-        return _plain_entry(op, pattern, reduction, tensor, backend, lengths)(tensor, None)
-    except Exception as e:
-        raise_in_context(e, op, tensor, pattern, lengths)
-        raise
-
-
-def _plain_entry(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Any:
-    """The program of a call without brackets (int lengths): from cache.plain, else compiled now and
-    kept there, so that transform finds it on the next call."""
-    items = tuple(lengths.items())
-    key = cache.plain_key(op, pattern, reduction, x, lengths)
-    try:
-        if key is not None:  # else a symbolic length (torch.compile): planned for this call alone
-            return cache.plain.get(key, plain_program, op, pattern, reduction, backend, x.shape, items)
-    except TypeError:  # unhashable: see rearr.run.cache
-        pass
-    return plain_program(op, pattern, reduction, backend, x.shape, items)
-
-
 def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_bounds: bool | str,
             kwargs: dict[str, Any]) -> Any:
     """scatter: the direct program of a call seen before, else the careful path."""
@@ -89,7 +48,7 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
         run = None
         try:
             run = DIRECT.get(direct_key("scatter", src, pattern, reduction, kwargs))
-        except Exception:  # not hashable, or not a tensor: the careful path below
+        except Exception:  # not hashable, or not a tensor: the careful path
             pass
         if run is not None:
             try:
@@ -101,7 +60,7 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
                 return out
     try:
         if check_bounds is not True and check_bounds is not False:
-            _check_bounds(check_bounds, "scatter", pattern)
+            check_bounds_mode(check_bounds, "scatter", pattern)
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")
@@ -113,10 +72,8 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
         x, backend = src, _BY_TYPE.get(type(src))
         if backend is None:
             x, backend = tensor_and_backend(src)
-        from .indexed import run as run_indexed  # here: `import rearr` does not load it
-
-        return run_indexed("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
-                           check_bounds)
+        return _run_indexed("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
+                            check_bounds)
     except Exception as e:
         raise_in_context(e, "scatter", src, pattern, kwargs, into)
         raise
@@ -140,19 +97,39 @@ def einsum(args: tuple, lengths: dict[str, Any]) -> Any:
                 try:
                     out = run(arg, a, b)
                 except (RuntimeError, ValueError, TypeError) as e:
-                    from .einsum import refused
-
-                    refused(_BY_TYPE[a.__class__], e)
+                    _einsum_refused(_BY_TYPE[a.__class__], e)
                 return out if post is None else out.reshape(post)
-        from .einsum import planned_call  # here: `import rearr` does not load it
-
-        return planned_call(args, lengths)
+        return _einsum_planned_call(args, lengths)
     except RearrError as e:
         tensors = args[:-1]
         pattern = args[-1] if args else None
         shapes = tuple(shape_of(t) for t in tensors)
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=shapes if shapes and None not in shapes else None, op="einsum") from None
+
+
+def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
+            check_bounds: bool | str = True) -> Any:
+    """transform's careful path: the arguments checked, the program found in or compiled into its
+    table (keyed on the call as it was made), run."""
+    if op == "reduce":
+        err = arguments.reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
+        if err is not None:
+            raise err
+    try:
+        backend = _BY_TYPE.get(type(tensor))
+        if backend is None:
+            tensor, backend = tensor_and_backend(tensor)
+        if pattern.__class__ is not str or "[" in pattern:
+            return _run_indexed(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds)
+        for value in lengths.values():
+            if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
+                lengths = {n: _length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
+                break
+        return _plain_entry(op, pattern, reduction, tensor, backend, lengths)(tensor, None)
+    except Exception as e:
+        raise_in_context(e, op, tensor, pattern, lengths)
+        raise
 
 
 def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs: dict, *more: object) -> None:
@@ -175,7 +152,7 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
         policy.refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
 
 
-def _check_bounds(value: object, op: str, pattern: object) -> None:
+def check_bounds_mode(value: object, op: str, pattern: object) -> None:
     """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
     err = arguments.check_bounds_error(value)
     if err is not None:
@@ -208,3 +185,43 @@ def shape_of(tensor: Any) -> object:
         return tuple(tuple(getattr(t, "shape", ())) for t in tensor) if tensor else None
     shape = getattr(tensor, "shape", None)
     return tuple(shape) if shape is not None else None
+
+
+# The careful path's modules load on their first use (`import rearr` needs none of them; a first plain
+# call needs rearr.run.program only): each function below imports its module, then rebinds its own name
+# to the function it stands for, so that later calls go there directly.
+
+
+def _plain_entry(*args: Any) -> Any:
+    global _plain_entry
+    from .program import plain_entry as _plain_entry
+
+    return _plain_entry(*args)
+
+
+def _length_value(*args: Any) -> object:
+    global _length_value
+    from .program import length_value as _length_value
+
+    return _length_value(*args)
+
+
+def _run_indexed(*args: Any) -> Any:
+    global _run_indexed
+    from .indexed import run as _run_indexed
+
+    return _run_indexed(*args)
+
+
+def _einsum_planned_call(*args: Any) -> Any:
+    global _einsum_planned_call
+    from .einsum import planned_call as _einsum_planned_call
+
+    return _einsum_planned_call(*args)
+
+
+def _einsum_refused(*args: Any) -> None:
+    global _einsum_refused
+    from .einsum import refused as _einsum_refused
+
+    _einsum_refused(*args)

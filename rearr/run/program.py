@@ -1,4 +1,5 @@
-"""A plain call's Plan compiled to its program: one function run(x, env) over the backend's native calls."""
+"""A call's Plan compiled to its program: one function run(x, env) over the backend's native calls;
+for a call without index brackets, found in (or added to) cache.plain."""
 
 from __future__ import annotations
 
@@ -8,6 +9,20 @@ from typing import Any
 from ..backends import compile_plan
 from ..planning import planner
 from ..rules import recipe
+from . import cache
+
+
+def plain_entry(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Any:
+    """The program of a call without brackets (int lengths): from cache.plain, else compiled now and
+    kept there, so that rearr.run.call.transform finds it on the next call."""
+    items = tuple(lengths.items())
+    key = cache.plain_key(op, pattern, reduction, x, lengths)
+    try:
+        if key is not None:  # else a symbolic length (torch.compile): planned for this call alone
+            return cache.plain.get(key, plain, op, pattern, reduction, backend, x.shape, items)
+    except TypeError:  # unhashable: see rearr.run.cache
+        pass
+    return plain(op, pattern, reduction, backend, x.shape, items)
 
 
 def plain(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> Callable:
