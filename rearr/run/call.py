@@ -17,27 +17,39 @@ from .cache import CAREFUL, DIRECT, EINSUM_PAIRS, PLAIN, direct_key, int_items
 def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
               check_bounds: bool | str = True) -> Any:
     """rearrange, reduce and repeat: the program of a call seen before, else the careful path."""
-    run = indexed = None
     if check_bounds is not True and check_bounds is not False:  # a mode to validate before any look-up
         check_bounds_mode(check_bounds, op, pattern)
-    try:  # cache.plain_key, inlined: the hot path's one look-up
-        items = int_items(lengths) if lengths else ()
-        if items is not None:  # else an index tensor (or a length to validate)
-            run = PLAIN.get((op, pattern, reduction, tensor.__class__, tensor.shape, items))
-        elif check_bounds is True:  # an index tensor: see cache.DIRECT
-            indexed = DIRECT.get(direct_key(op, tensor, pattern, reduction, lengths))
+    try:  # cache.plain_key, inlined (int_items too): the hot path's one look-up
+        items: tuple | None = ()
+        if lengths:
+            for value in lengths.values():
+                if value.__class__ is not int:  # an index tensor, or a length to validate
+                    items = None
+                    break
+            else:
+                items = tuple(lengths.items())
+        run = PLAIN.get((op, pattern, reduction, tensor.__class__, tensor.shape, items)) if items is not None else None
     except Exception:  # not hashable, or not a tensor: the careful path plans it, or says why
-        pass
-    try:
-        if run is not None:
+        run = None
+    if run is not None:
+        try:  # the program runs once: what it raises is what the caller sees
             return run(tensor, None)
+        except Exception as e:
+            raise_in_context(e, op, tensor, pattern, lengths)
+            raise
+    if items is None and check_bounds is True:  # an index tensor: see cache.DIRECT
+        try:
+            indexed = DIRECT.get(direct_key(op, tensor, pattern, reduction, lengths))
+        except Exception:  # not hashable, or not a tensor: the careful path
+            indexed = None
         if indexed is not None:
-            out = indexed(tensor, lengths)
+            try:
+                out = indexed(tensor, lengths)
+            except Exception as e:
+                raise_in_context(e, op, tensor, pattern, lengths)
+                raise
             if out is not CAREFUL:  # else it declined before running: the careful path says why
                 return out
-    except Exception as e:
-        raise_in_context(e, op, tensor, pattern, lengths)
-        raise
     return careful(op, tensor, pattern, reduction, lengths, check_bounds)
 
 
