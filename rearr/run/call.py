@@ -200,40 +200,35 @@ def shape_of(tensor: Any) -> object:
 
 
 # The careful path's modules load on their first use (`import rearr` needs none of them; a first plain
-# call needs rearr.run.program only): each function below imports its module, then rebinds its own name
-# to the function it stands for, so that later calls go there directly.
+# call needs rearr.run.program only): each function below imports its module, then binds the function
+# it stands for to its own name (_bind), so that later calls go there directly.
+
+
+def _bind(name: str, f: Any) -> Any:
+    globals()[name] = f
+    return f
 
 
 def _plain_entry(*args: Any) -> Any:
-    global _plain_entry
-    from .program import plain_entry as _plain_entry
-
-    return _plain_entry(*args)
+    from .program import plain_entry
+    return _bind("_plain_entry", plain_entry)(*args)
 
 
 def _length_value(*args: Any) -> object:
-    global _length_value
-    from .program import length_value as _length_value
-
-    return _length_value(*args)
+    from .program import length_value
+    return _bind("_length_value", length_value)(*args)
 
 
 def _run_indexed(*args: Any) -> Any:
-    global _run_indexed
-    from .indexed import run as _run_indexed
-
-    return _run_indexed(*args)
+    from .indexed import run
+    return _bind("_run_indexed", run)(*args)
 
 
 def _einsum_planned_call(*args: Any) -> Any:
-    global _einsum_planned_call
-    from .einsum import planned_call as _einsum_planned_call
-
-    return _einsum_planned_call(*args)
+    from .einsum import planned_call
+    return _bind("_einsum_planned_call", planned_call)(*args)
 
 
 def _einsum_refused(*args: Any) -> None:
-    global _einsum_refused
-    from .einsum import refused as _einsum_refused
-
-    _einsum_refused(*args)
+    from .einsum import refused
+    _bind("_einsum_refused", refused)(*args)

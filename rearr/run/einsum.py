@@ -96,16 +96,16 @@ def program(backend: Any, plan: EinsumPlan) -> tuple:
 
 
 def matmul_run(arg: tuple, a: Any, b: Any) -> Any:
-    """An EinsumMatmul's calls: each operand's steps, matmul (the operands swapped where it says so), the
-    result's steps."""
-    a_steps, b_steps, out_steps, swap, matmul = arg
-    for step in a_steps:
-        a = step(a, None)
-    for step in b_steps:
-        b = step(b, None)
+    """An EinsumMatmul's program: each operand's native calls (its steps compiled), matmul (the operands
+    swapped where it says so), the result's calls."""
+    a_calls, b_calls, out_calls, swap, matmul = arg
+    for call in a_calls:
+        a = call(a, None)
+    for call in b_calls:
+        b = call(b, None)
     out = matmul(b, a) if swap else matmul(a, b)
-    for step in out_steps:
-        out = step(out, None)
+    for call in out_calls:
+        out = call(out, None)
     return out
 
 
