@@ -8,7 +8,8 @@
     packing.py  pack, unpack, parse_shape and asnumpy
 
 Words: a Plan (rearr.planning.plan) is data; a program is the function compiled from it; to run is to
-apply a program to a call's tensors.
+apply a program to a call's tensors. ``import rearr`` loads cache.py and call.py; the others load on
+the first call that needs them.
 """
 
 
