@@ -14,20 +14,20 @@ def rows_lowering_always():
     view) for every size: it is otherwise taken only for tensors of ROWS_MIN_ELEMENTS or
     more, which the strategies' tiny tensors never reach.  The plan caches are cleared on
     the way in and out, so no plan of the other lowering is reused."""
-    import rearr.api
     import rearr.planning.planner
+    import rearr.run.cache
 
     assert hasattr(rearr.planning.planner, "ROWS_MIN_ELEMENTS"), \
         "the planner's size threshold was renamed: update this test"
     saved = rearr.planning.planner.ROWS_MIN_ELEMENTS
     with _PLANNER_LOCK:
-        for f in rearr.api._CACHES:
+        for f in rearr.run.cache.CACHES:
             f.cache_clear()
         rearr.planning.planner.ROWS_MIN_ELEMENTS = 0
         try:
             yield
         finally:
             rearr.planning.planner.ROWS_MIN_ELEMENTS = saved
-            for f in rearr.api._CACHES:
+            for f in rearr.run.cache.CACHES:
                 f.cache_clear()
 

@@ -59,13 +59,13 @@ def on_test_device():
 def lowering(request, monkeypatch):
     """A test under the lowering chosen for small tensors, and under the row lowering that large ones get
     (rearr.planning.planner.ROWS_MIN_ELEMENTS at 0), with the plan caches cleared around it."""
-    from rearr import api
     from rearr.planning import planner
+    from rearr.run import cache
 
     if request.param == "rows":
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
     yield request.param
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()

@@ -13,6 +13,7 @@ import torch
 from _backends import backends, to_backend, to_numpy
 
 import rearr
+import rearr.run.cache
 from rearr import RearrError
 
 rng = np.random.default_rng(0)
@@ -150,12 +151,12 @@ def test_einops_einsum_error_cases():
 
 
 def test_einsum_plans_once_per_shape():
-    rearr.api._einsum_cache_clear()
+    rearr.run.cache.einsum_cache_clear()
     a, b = np.ones((2, 3)), np.ones((3, 4))
     for _ in range(3):
         rearr.einsum(a, b, "i j, j k -> i k")
     rearr.einsum(np.ones((5, 3)), b, "i j, j k -> i k")
-    info = rearr.api._einsum_plan.cache_info()
+    info = rearr.run.cache.einsum_plan.cache_info()
     assert info.misses == 2  # the repeated calls are served by einsum's own look-up, unplanned
 
 
@@ -170,10 +171,10 @@ def test_einsum_look_up_lets_no_bad_length_through_and_stays_bounded(monkeypatch
             rearr.einsum(x, w, p, h=bad)
         assert info.value.code == "RA305"
     assert rearr.einsum(x, w, p, h=np.int64(3)).shape == (2, 3, 2, 5)
-    monkeypatch.setattr(rearr.api._einsum_calls, "maxsize", 4)
+    monkeypatch.setattr(rearr.run.cache.einsum_pairs, "maxsize", 4)
     for n in range(1, 10):
         assert rearr.einsum(np.ones((n, 3)), np.ones((3, 2)), "i j, j k -> i k").shape == (n, 2)
-        assert len(rearr.api._EINSUM_CALLS) <= 4
+        assert len(rearr.run.cache.EINSUM_PAIRS) <= 4
 
 
 def test_einsum_is_planned_from_shapes_alone_as_plain_data():

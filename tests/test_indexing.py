@@ -310,21 +310,21 @@ def test_gradients_through_scatter_to_src_and_into(reduction, pattern, idx):
 def strategy(request, monkeypatch):
     """Run a test with the default lowering for small tensors, with the row lowering forced, and with
     numpy's scatter along an axis on flat positions (its lowering above _SMALL_SCATTER elements)."""
-    from rearr import api
     from rearr.backends import numpy as numpy_backend
     from rearr.planning import planner
+    from rearr.run import cache
 
     if request.param == "rows":
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
     if request.param == "flat":
         monkeypatch.setattr(numpy_backend, "_SMALL_SCATTER", 0)
-    api._compiled.cache_clear()
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.plain.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
     yield request.param
-    api._compiled.cache_clear()
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.plain.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
 
 
 @backends
@@ -476,20 +476,20 @@ def test_negative_values_count_from_the_end_where_the_native_call_checks(backend
 @backends
 def test_a_bad_row_is_refused_before_it_reaches_the_neighbouring_batch(backend, monkeypatch):
     """The row lowering adds b * N to each index: there 8 in batch 0 would read row 0 of batch 1."""
-    from rearr import api
     from rearr.planning import planner
+    from rearr.run import cache
 
     monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
     try:
         x = to_backend(np.arange(32.0).reshape(2, 8, 2), backend)
         idx = np.array([[0, 8], [1, 2]])
         with pytest.raises(rearr.RearrError, match="'idx' holds 8 at position \\(0, 1\\)"):
             rearr.rearrange(x, "b n[idx: b k] c -> b k c", idx=to_backend(idx, backend))
     finally:
-        api._indexed.cache_clear()
-        api._direct_runs.cache_clear()
+        cache.indexed.cache_clear()
+        cache.direct.cache_clear()
 
 
 # --- torch's small 'sum' scatter: one zero tensor per plan and dtype, copied by scatter_add ----------
@@ -551,10 +551,10 @@ def test_the_small_scatter_under_vmap_and_no_grad():
 
 
 def _clear_index_caches():
-    from rearr import api
+    from rearr.run import cache
 
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
 
 
 def test_the_small_scatter_under_another_default_device():

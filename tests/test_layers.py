@@ -16,6 +16,8 @@ import torch
 from torch import nn
 
 import rearr
+import rearr.run.cache
+import rearr.run.einsum
 from rearr import RearrError
 from rearr.layers import EinMix, Gather, Rearrange, Reduce, Repeat, Scatter
 
@@ -116,13 +118,13 @@ def test_layers_plan_once_per_input_shape(monkeypatch):
     for _ in range(3):
         gather(torch.rand(2, 5), idx_once=IDX)
     assert len(calls) == 3
-    rearr.api._einsum_cache_clear()
+    rearr.run.cache.einsum_cache_clear()
     mix = EinMix("b t c -> b t d", "c d", c=3, d=2)
     for _ in range(3):
         mix(torch.rand(2, 7, 3))
-    assert rearr.api._einsum_plan.cache_info().misses == 1
-    careful = rearr.api._einsum_careful
-    monkeypatch.setattr(rearr.api, "_einsum_careful", lambda *a: calls.append("careful") or careful(*a))
+    assert rearr.run.cache.einsum_plan.cache_info().misses == 1
+    careful = rearr.run.einsum.careful
+    monkeypatch.setattr(rearr.run.einsum, "careful", lambda *a: calls.append("careful") or careful(*a))
     mix(torch.rand(2, 7, 3))  # a Tensor and a Parameter: two classes, one backend, the fast path
     assert "careful" not in calls
 

@@ -69,7 +69,7 @@ def broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
 def einsum_lines(plan, operands: Sequence[str], call: Callable[[str, str], str]) -> list[str]:
     """explain's lines of an einsum that runs as the backend's einsum (planning.einsum.EinsumPlan): the
     operands' reshapes, ``x = call(spec literal, operands)``, the result's reshape; the first operand's
-    name holds the result. api._einsum_run makes these calls."""
+    name holds the result. rearr.run.einsum.run makes these calls."""
     lines = [f"{name} = {name}.reshape({args(shape)})" for name, shape in zip(operands, plan.pre) if shape is not None]
     x = operands[0]
     lines.append(f"{x} = {call(repr(plan.spec), ', '.join(operands))}")

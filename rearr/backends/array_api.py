@@ -34,7 +34,7 @@ from ._code import Names, tup
 from .contract import Backend, IndexEnv
 
 name = "array_api"
-# api.py's fast path compares an index's class with TENSOR; these arrays have many classes (one per
+# rearr.run.indexed's look-up compares an index's class with TENSOR; these arrays have many classes (one per
 # library), so none matches and each index takes the careful path (convert_index, then its shape).
 TENSOR = None
 _FRAMEWORKS_WITH_OWN_BACKEND = ("numpy", "torch", "dask")

@@ -97,7 +97,7 @@ class Backend:
     INDEXES_OTHER: ClassVar[bool] = False
     # Step kinds whose native call refuses every out-of-range index value itself (see checks_natively).
     NATIVE_CHECKS: ClassVar[frozenset[type]] = frozenset()
-    # Whether ready_index can say yes: indexed calls seen before then run from rearr.api's _DIRECT table.
+    # Whether ready_index can say yes: indexed calls seen before then run from rearr.run.cache.DIRECT.
     READY_INDEXES: ClassVar[bool] = False
     # Whether einsum runs a two-operand (batched) matrix product as the plan's permutes and reshapes
     # around matmul() (planning.einsum.EinsumMatmul) instead of einsum(spec): what a person writes, and

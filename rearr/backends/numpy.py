@@ -222,7 +222,7 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
 
 # The step kinds whose native call checks an index itself with rearr's rule: advanced indexing takes
 # -n <= i < n, negative values counting from the end, and raises IndexError for any other value
-# (see rearr.api._run_indexed). Not the row steps, nor a large ScatterAlong: they index flat positions,
+# (see rearr.run.indexed.run). Not the row steps, nor a large ScatterAlong: they index flat positions,
 # where a bad value lands in the neighbouring row.
 NATIVE_CHECKS = frozenset({GatherAlong, AdvancedIndex})
 
@@ -233,7 +233,7 @@ def checks_natively(t: np.ndarray) -> bool:
 
 
 def ready_index(t: object, like: np.ndarray) -> bool:
-    """Whether t is an index that convert_index returns as it is: rearr.api's path for a call seen
+    """Whether t is an index that convert_index returns as it is: rearr.run's path for a call seen
     before (numpy's native calls check every index: see checks_natively)."""
     return t.__class__ is np.ndarray and t.dtype is _INTP
 
@@ -526,7 +526,7 @@ def _sums_by_axes(step: object) -> bool:
 
 def checks_step_natively(step: object) -> bool:
     """Whether step's native call refuses every bad value of its index itself, besides NATIVE_CHECKS:
-    the small 'sum' along an axis (np.add.at on per-axis index arrays; see rearr.api._natively_checked)."""
+    the small 'sum' along an axis (np.add.at on per-axis index arrays; see rearr.run.indexed.natively_checked)."""
     return _sums_by_axes(step)
 
 

@@ -114,7 +114,7 @@ def _in_memory_order(t: torch.Tensor) -> torch.Tensor:
 
 
 def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
-    """explain's lines: a matrix product as api._matmul_run runs it (the STEPS calls of its Reshape and
+    """explain's lines: a matrix product as rearr.run.einsum.matmul_run runs it (the STEPS calls of its Reshape and
     Permute steps around matmul), any other einsum as torch.einsum."""
     mm = plan.mm
     if mm is None:
@@ -302,7 +302,7 @@ def code_reduce(step: Reduce, before, n: Names) -> list[str]:
 
 # The step kinds whose CPU kernels refuse an index value outside 0 <= i < n, each value against the
 # axis it indexes (torch.gather, scatter_add_ / scatter_reduce_, x[idx]): for an index used only
-# there, rearr's pre-check is left to them (see rearr.api._run_indexed). The value that torch
+# there, rearr's pre-check is left to them (see rearr.run.indexed.run). The value that torch
 # refuses, a negative one included, then runs again through check_index: rearr's RA501, or the
 # negative values counted from the end. Not the row steps: there a bad row lands in the next batch.
 NATIVE_CHECKS = frozenset({GatherAlong, ScatterAlong, AdvancedIndex})
@@ -316,7 +316,7 @@ def checks_natively(t: torch.Tensor) -> bool:
 
 def ready_index(t: object, like: torch.Tensor) -> bool:
     """Whether t is an index that convert_index returns as it is and the native calls may check
-    (checks_natively), in one call: rearr.api's path for a call seen before."""
+    (checks_natively), in one call: rearr.run's path for a call seen before."""
     return (t.__class__ is TENSOR and t.dtype is _INT64 and t.is_cpu and like.is_cpu
             and _tracing_state() is None)
 

@@ -1,7 +1,7 @@
 """einsum's planning: (pattern, operand shapes, lengths) -> EinsumPlan, the planner stage of rearr.einsum.
 
 An einsum is one native call, with reshapes around it where the pattern has groups ``(h w)`` or
-unit axes: the plan is those reshapes and the backend's spec, as plain data, and rearr/api.py caches
+unit axes: the plan is those reshapes and the backend's spec, as plain data, and rearr/run/ caches
 it and runs it. It has its own module because it shares nothing with rearr/planning/planner.py's steps (no
 layout tracking, no index terms): its product is a spec string, not a Plan of steps.
 """

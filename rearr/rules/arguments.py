@@ -1,5 +1,5 @@
 """The rules of a call's arguments besides its pattern: one home, read by the public functions
-(rearr.api), the layers' constructors (layer_recipe) and so `rearr check`."""
+(rearr.run.call), the layers' constructors (layer_recipe) and so `rearr check`."""
 
 from __future__ import annotations
 

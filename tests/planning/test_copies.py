@@ -20,19 +20,19 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 import rearr
-from rearr import api
 from rearr.planning import planner
+from rearr.run import cache
 
 
 @pytest.fixture()
 def rows_lowering(monkeypatch):
     """The row lowering (index_add_ / ufunc.at on a (rows, width) view) even for tiny tensors."""
     monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
     yield
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
 
 
 @backends
@@ -177,12 +177,12 @@ INDEXED = [
 def test_torch_indexed_ops_make_one_tensor(name, call, shape, idx_shape, lowering, monkeypatch):
     if lowering == "rows":
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.random(shape, dtype=np.float32))
     idx = torch.from_numpy(rng.integers(0, 16, idx_shape))
     out, copies = _torch_copies(lambda: call(rearr, x, idx), x, idx)
     assert len(copies) == 1 and copies[0][2] == out.untyped_storage().nbytes(), copies
-    api._indexed.cache_clear()
-    api._direct_runs.cache_clear()
+    cache.indexed.cache_clear()
+    cache.direct.cache_clear()

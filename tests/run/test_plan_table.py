@@ -1,4 +1,4 @@
-"""The hot path's plan table (rearr.api._Plans): a call seen before is one dict look-up.
+"""The hot path's plan table (rearr.run.cache.PLAIN, a rearr.run.cache.Table): a call seen before is one dict look-up.
 
 The public functions look their call up by (op, pattern, reduction, type, shape, keyword
 items) before anything else. These tests pin what that look-up must not change: a value
@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import rearr
-from rearr import RearrError, api
+from rearr import RearrError
+from rearr.run import cache
 
 
 @pytest.mark.parametrize("value", [2.0, True, np.float64(2.0)])
@@ -66,13 +67,13 @@ def test_a_list_and_the_stacked_tensor_share_a_plan():
 
 
 def test_the_table_keeps_its_bound_and_drops_the_oldest(monkeypatch):
-    table = api._Plans("test", maxsize=3)
-    monkeypatch.setattr(api, "_compiled", table)
-    monkeypatch.setattr(api, "_RUNS", table.table)
+    table = cache.plain
+    monkeypatch.setattr(table, "maxsize", 3)
+    table.cache_clear()
     for n in range(1, 6):
         np.testing.assert_array_equal(rearr.rearrange(np.arange(n), "(a b) -> b a", a=1), np.arange(n)[:, None])
     assert (table.cache_info().maxsize, table.cache_info().currsize) == (3, 3)
-    assert [key[4] for key in table.table] == [(3,), (4,), (5,)]
+    assert [key[4] for key in table.entries] == [(3,), (4,), (5,)]
     table.cache_clear()
     assert table.cache_info().currsize == 0
 
@@ -92,17 +93,17 @@ def test_a_torch_tensor_does_not_load_numpy_ma():
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
 
 
-# --- indexed calls seen before (rearr.api._DIRECT): each case runs once to fill the table, then again ---
+# --- indexed calls seen before (rearr.run.cache.DIRECT): each case runs once to fill the table, then again ---
 
 LIBS = [pytest.param(np.asarray, id="numpy"), pytest.param(torch.as_tensor, id="torch")]
 
 
 def _seen_before(call):
-    """call() twice: the first fills api._DIRECT, the second must find its entry there."""
+    """call() twice: the first fills cache.DIRECT, the second must find its entry there."""
     first = call()
-    size = len(api._DIRECT)
+    size = len(cache.DIRECT)
     second = call()
-    assert len(api._DIRECT) == size and size > 0
+    assert len(cache.DIRECT) == size and size > 0
     return first, second
 
 

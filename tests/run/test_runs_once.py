@@ -9,6 +9,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import rearr
+import rearr.run.cache
 from rearr import RearrError
 
 
@@ -80,7 +81,7 @@ def test_an_indexed_plan_that_fails_runs_once_per_call(method, call):
 def test_a_bad_index_left_to_the_native_call_is_named_after_one_run(fresh):
     x, good, bad = torch.arange(12.0).reshape(3, 4), torch.tensor([[0, 1]] * 3), torch.tensor([[0, 1], [2, 9], [0, 0]])
     if fresh:
-        rearr.api._direct_runs.cache_clear()
+        rearr.run.cache.direct.cache_clear()
     else:
         rearr.rearrange(x, "b n[i: b k] -> b k", i=good)
 
@@ -103,3 +104,28 @@ def test_negative_values_left_to_the_native_call_are_counted_from_the_end(make):
     for _ in range(3):
         got = rearr.rearrange(x, "b n[i: b k] -> b k", i=make(np.array([[-1, 0], [1, -4], [3, 2]])))
         np.testing.assert_array_equal(np.asarray(got), [[3.0, 0.0], [5.0, 4.0], [11.0, 10.0]])
+
+
+EINSUMS = [  # (the torch function that runs the product, the call)
+    ("matmul", lambda: rearr.einsum(torch.ones(2, 3), torch.ones(3, 4), "i j, j k -> i k")),
+    ("einsum", lambda: rearr.einsum(torch.ones(2, 3), torch.ones(2, 4), "b i, b j -> b i j")),
+    ("einsum", lambda: rearr.einsum(torch.ones(2, 3), torch.ones(3), torch.ones(3), "i j, j, j -> i")),
+]
+
+
+@pytest.mark.parametrize(("method", "call"), EINSUMS, ids=["matmul", "two operands", "three operands"])
+def test_an_einsum_that_fails_runs_once_per_call(method, call):
+    call()  # planned, and (two operands) on the cached path from now on
+    for attempt in range(3):
+        with _RefuseNative(method) as mode, pytest.raises(RearrError) as e:
+            call()
+        assert mode.calls == 1, f"attempt {attempt}: {method} ran {mode.calls} times"
+        assert e.value.code == "RA500" and f"{method} failed, run 1" in str(e.value)
+
+
+def test_a_pack_that_fails_runs_once_per_call():
+    x, y = torch.ones(2, 3), torch.ones(2, 3, 4)
+    for attempt in range(3):
+        with _RefuseNative("cat") as mode, pytest.raises(RuntimeError, match="cat failed, run 1"):
+            rearr.pack([x, y], "a *")
+        assert mode.calls == 1, f"attempt {attempt}: cat ran {mode.calls} times"

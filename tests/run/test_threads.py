@@ -1,7 +1,7 @@
 """Many threads at once: correct results with many distinct patterns and shapes,
 and the plan caches stay within their bounds.
 
-The caches are functools.lru_cache objects listed in ``rearr.api._CACHES``.
+The caches are functools.lru_cache objects listed in ``rearr.run.cache.CACHES``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from reference import assert_matches, reference
 
 import rearr
-import rearr.api
+import rearr.run.cache
 
 N_THREADS = 16
 
@@ -96,8 +96,8 @@ def _run_threads(work) -> list[str]:
 
 
 def _check_cache_bounds() -> None:
-    caches = rearr.api._CACHES
-    assert caches, "rearr.api._CACHES is empty"
+    caches = rearr.run.cache.CACHES
+    assert caches, "rearr.run.cache.CACHES is empty"
     for f in caches:
         info = f.cache_info()
         assert info.maxsize is not None, f"{f.__name__}: unbounded cache"
@@ -124,7 +124,7 @@ def test_many_threads_many_patterns():
 
 def test_cache_eviction_under_threads():
     """More distinct (pattern, shape) keys than the caches hold, from all threads at once."""
-    maxsize = max(f.cache_info().maxsize for f in rearr.api._CACHES)
+    maxsize = max(f.cache_info().maxsize for f in rearr.run.cache.CACHES)
     side = int((maxsize * 1.5) ** 0.5) + 1
     shapes = [(i, j) for i in range(1, side + 1) for j in range(1, side + 1)]
     assert len(shapes) > maxsize

@@ -1,0 +1,234 @@
+"""The call path of every op, written once: the fast path (one look-up in the op's table, then its
+program), the careful path (every check the fast path skipped, then the program found or made: by
+rearr.run.program, indexed or einsum), errors in the call's context. A program runs at most once per
+call: what it raises is what the caller sees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..backends import _BY_TYPE, backend_for
+from ..errors import RearrError
+from ..planning import planner
+from ..rules import arguments, recipe
+from .cache import CAREFUL, DIRECT, EINSUM_PAIRS, PLAIN, direct_key, int_items
+
+
+def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
+              check_bounds: bool | str = True) -> Any:
+    """rearrange, reduce and repeat: the program of a call seen before, else the careful path."""
+    if check_bounds is not True and check_bounds is not False:  # a mode to validate before any look-up
+        check_bounds_mode(check_bounds, op, pattern)
+    try:  # cache.plain_key, inlined (int_items too): the hot path's one look-up
+        items: tuple | None = ()
+        if lengths:
+            for value in lengths.values():
+                if value.__class__ is not int:  # an index tensor, or a length to validate
+                    items = None
+                    break
+            else:
+                items = tuple(lengths.items())
+        run = PLAIN.get((op, pattern, reduction, tensor.__class__, tensor.shape, items)) if items is not None else None
+    except Exception:  # not hashable, or not a tensor: the careful path plans it, or says why
+        run = None
+    if run is not None:
+        try:  # the program runs once: what it raises is what the caller sees
+            return run(tensor, None)
+        except Exception as e:
+            raise_in_context(e, op, tensor, pattern, lengths)
+            raise
+    if items is None and check_bounds is True:  # an index tensor: see cache.DIRECT
+        try:
+            indexed = DIRECT.get(direct_key(op, tensor, pattern, reduction, lengths))
+        except Exception:  # not hashable, or not a tensor: the careful path
+            indexed = None
+        if indexed is not None:
+            try:
+                out = indexed(tensor, lengths)
+            except Exception as e:
+                raise_in_context(e, op, tensor, pattern, lengths)
+                raise
+            if out is not CAREFUL:  # else it declined before running: the careful path says why
+                return out
+    return careful(op, tensor, pattern, reduction, lengths, check_bounds)
+
+
+def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_bounds: bool | str,
+            kwargs: dict[str, Any]) -> Any:
+    """scatter: the direct program of a call seen before, else the careful path."""
+    if fill is None and into is None and check_bounds is True:  # a call seen before: see cache.DIRECT
+        run = None
+        try:
+            run = DIRECT.get(direct_key("scatter", src, pattern, reduction, kwargs))
+        except Exception:  # not hashable, or not a tensor: the careful path
+            pass
+        if run is not None:
+            try:
+                out = run(src, kwargs)
+            except Exception as e:  # as in transform: the program ran once
+                raise_in_context(e, "scatter", src, pattern, kwargs)
+                raise
+            if out is not CAREFUL:  # else it declined before running: the careful path says why
+                return out
+    try:
+        if check_bounds is not True and check_bounds is not False:
+            check_bounds_mode(check_bounds, "scatter", pattern)
+        if fill is not None and into is not None:
+            raise RearrError("fill= and into= exclude each other", code="RA500",
+                             hint="into= gives every position a value; drop fill=")
+        err = arguments.reduction_error("scatter", reduction, None)
+        if err is not None:
+            raise err
+        if fill is not None:
+            fill = arguments.fill_value(fill, None)
+        x, backend = src, _BY_TYPE.get(type(src))
+        if backend is None:
+            x, backend = tensor_and_backend(src)
+        return _run_indexed("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
+                            check_bounds)
+    except Exception as e:
+        raise_in_context(e, "scatter", src, pattern, kwargs, into)
+        raise
+
+
+def einsum(args: tuple, lengths: dict[str, Any]) -> Any:
+    """einsum: a two-operand call seen before runs from cache.EINSUM_PAIRS, others take the careful path."""
+    try:
+        if len(args) == 3:  # two operands, the common call: its overhead counts
+            a, b, pattern = args
+            try:  # cache.einsum_key, inlined
+                items = int_items(lengths) if lengths else ()
+                entry = EINSUM_PAIRS.get((pattern, a.__class__, a.shape, b.__class__, b.shape, items))
+            except (AttributeError, TypeError):  # not a tensor; a symbolic shape (torch.compile) does not hash
+                entry = None
+            if entry is not None:
+                run, pre, arg, post = entry
+                if pre:
+                    a = a if pre[0] is None else a.reshape(pre[0])
+                    b = b if pre[1] is None else b.reshape(pre[1])
+                try:
+                    out = run(arg, a, b)
+                except (RuntimeError, ValueError, TypeError) as e:
+                    _einsum_refused(_BY_TYPE[a.__class__], e)
+                return out if post is None else out.reshape(post)
+        return _einsum_planned_call(args, lengths)
+    except RearrError as e:
+        tensors = args[:-1]
+        pattern = args[-1] if args else None
+        shapes = tuple(shape_of(t) for t in tensors)
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
+                             shape=shapes if shapes and None not in shapes else None, op="einsum") from None
+
+
+def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
+            check_bounds: bool | str = True) -> Any:
+    """transform's careful path: the arguments checked, the program found in or compiled into its
+    table (keyed on the call as it was made), run."""
+    if op == "reduce":
+        err = arguments.reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
+        if err is not None:
+            raise err
+    try:
+        backend = _BY_TYPE.get(type(tensor))
+        if backend is None:
+            tensor, backend = tensor_and_backend(tensor)
+        if pattern.__class__ is not str or "[" in pattern:
+            return _run_indexed(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds)
+        for value in lengths.values():
+            if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
+                lengths = {n: _length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
+                break
+        return _plain_entry(op, pattern, reduction, tensor, backend, lengths)(tensor, None)
+    except Exception as e:
+        raise_in_context(e, op, tensor, pattern, lengths)
+        raise
+
+
+def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs: dict, *more: object) -> None:
+    """What a failed call raises: a RearrError with the call's pattern, shape and op filled in; the
+    RearrError that says why torch refused a sparse or nested tensor (policy.refuse_unusual); or, by
+    returning, e itself for the caller to re-raise unchanged."""
+    if isinstance(tensor, str) and not isinstance(pattern, str):  # rearrange('b c -> c b', x)
+        raise recipe.swapped_arguments(op, tensor) from None
+    if isinstance(e, RearrError):
+        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
+                             shape=shape_of(tensor), op=op) from None
+    if isinstance(e, RuntimeError | NotImplementedError):
+        from ..planning import policy  # here: only a failed call needs it
+
+        first = tensor[0] if isinstance(tensor, list | tuple) and tensor else tensor
+        try:
+            backend = _BY_TYPE.get(type(first)) or backend_for(first)
+        except RearrError:  # not a tensor: e stands
+            return
+        policy.refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
+
+
+def check_bounds_mode(value: object, op: str, pattern: object) -> None:
+    """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
+    err = arguments.check_bounds_error(value)
+    if err is not None:
+        raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
+
+
+def tensor_and_backend(tensor: Any) -> tuple[Any, Any]:
+    """The tensor (a list or tuple of equal-shaped tensors stacked) and its backend."""
+    if isinstance(tensor, list | tuple):
+        if not tensor:
+            raise RearrError("an empty list has no tensor to rearrange", code="RA500",
+                             hint="pass at least one tensor")
+        backend = backend_for(tensor[0])
+        shape = tuple(tensor[0].shape)  # compared, not hashed: torch.compile's symbolic lengths do not hash
+        same_shape = all(tuple(t.shape) == shape for t in tensor if backend.accepts(t))
+        devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
+        if not same_shape or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
+            for k, t in enumerate(tensor):  # nan != nan: an unknown length is RA304, not "shapes differ"
+                if backend.accepts(t):
+                    planner.known_shape(t.shape, f"list item {k}")
+            raise RearrError("a list input must hold tensors of one library, shape and device",
+                             code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
+                             hint="stack only equal-shaped tensors of the same kind")
+        return backend.stack(tensor), backend
+    return tensor, backend_for(tensor)
+
+
+def shape_of(tensor: Any) -> object:
+    if isinstance(tensor, list | tuple):
+        return tuple(tuple(getattr(t, "shape", ())) for t in tensor) if tensor else None
+    shape = getattr(tensor, "shape", None)
+    return tuple(shape) if shape is not None else None
+
+
+# The careful path's modules load on their first use (`import rearr` needs none of them; a first plain
+# call needs rearr.run.program only): each function below imports its module, then binds the function
+# it stands for to its own name (_bind), so that later calls go there directly.
+
+
+def _bind(name: str, f: Any) -> Any:
+    globals()[name] = f
+    return f
+
+
+def _plain_entry(*args: Any) -> Any:
+    from .program import plain_entry
+    return _bind("_plain_entry", plain_entry)(*args)
+
+
+def _length_value(*args: Any) -> object:
+    from .program import length_value
+    return _bind("_length_value", length_value)(*args)
+
+
+def _run_indexed(*args: Any) -> Any:
+    from .indexed import run
+    return _bind("_run_indexed", run)(*args)
+
+
+def _einsum_planned_call(*args: Any) -> Any:
+    from .einsum import planned_call
+    return _bind("_einsum_planned_call", planned_call)(*args)
+
+
+def _einsum_refused(*args: Any) -> None:
+    from .einsum import refused
+    _bind("_einsum_refused", refused)(*args)

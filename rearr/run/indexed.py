@@ -1,0 +1,222 @@
+"""The careful path of calls with index brackets: the indexes converted and checked, the program found
+in (or compiled into) the indexed table, run; and, once a call has passed, its direct program for the
+fast path (cache.DIRECT)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..backends import backend_for, compile_steps
+from ..errors import RearrError
+from ..planning import planner
+from ..planning.plan import AdvancedIndex, GatherAlong, IndexEnv, ScatterAlong
+from ..rules import recipe
+from . import cache
+from .program import analyze, length_value, one_function
+
+
+def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any], into: Any,
+        fill: object, check_bounds: bool | str) -> Any:
+    """Convert and check the indexes, find or compile the program, run it (once: a refusal by a native
+    call that was left to check an index is named by rearr's own check, see after_refusal)."""
+    if not isinstance(pattern, str):
+        recipe.parse(pattern)  # raises the RearrError that says so
+    into_shape = None
+    if into is not None:
+        check_into(into, x, backend)
+        into_shape = planner.known_shape(into.shape, "into=", "into")
+    uses, program, natively_checked, unchecked = program_of(op, x, backend, pattern, reduction, kwargs,
+                                                            into_shape, check_bounds)
+    indices: dict[str, Any] = {}
+    left_to_native = []
+    native = check_bounds != "async"  # "async": device-side checks only, never a host read after a refusal
+    for use in uses:
+        t = backend.convert_index(kwargs[use.name], x, use.name, pattern, check_bounds)
+        if check_bounds:
+            if native and use.name in natively_checked and backend.checks_natively(t):
+                left_to_native.append(use)
+            else:
+                t = backend.check_index(t, use, pattern, check_bounds)
+        indices[use.name] = t
+    env = IndexEnv(pattern, indices, fill, into, check_bounds)
+    if left_to_native:
+        try:
+            out = program(x, env)
+        except Exception:
+            out = after_refusal(program, x, env, left_to_native, backend)
+            if out is None:
+                raise
+    elif check_bounds:
+        out = program(x, env)
+    else:
+        try:
+            return program(x, env)
+        except (IndexError, RuntimeError) as e:
+            if not index_fault(e):
+                raise
+            raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
+                             hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
+                             "to find the bad one") from None
+    if into is None and backend.READY_INDEXES:
+        try:  # the dtype check passed: the next such call finds the Plan's native calls in DIRECT
+            cache.direct.get(cache.direct_key(op, x, pattern, reduction, kwargs),
+                             direct_program, uses, unchecked, natively_checked, backend, pattern, tuple(kwargs))
+        except TypeError:  # unhashable: see rearr.run.cache
+            pass
+    return out
+
+
+def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any],
+               into_shape: tuple | None, checks: bool | str) -> tuple[tuple, Callable, frozenset, Callable]:
+    """The indexed table's entry for the call: keyed on the index tensors' shapes and the int lengths."""
+    tensor = backend.TENSOR
+    key = []
+    for name, value in kwargs.items():
+        kind = value.__class__
+        if kind is tensor and value.ndim:  # a 0-d tensor may be a length: the slower loop below tells
+            key.append((name, value.shape))
+        elif kind is int:
+            key.append((name, value))
+        else:
+            break  # a list index, a numpy int length, a bad value: the slower loop below
+    else:
+        try:
+            keywords = tuple(key)
+            full_key = cache.indexed_key(op, pattern, reduction, backend, x.shape, keywords, into_shape)
+            found = cache.INDEXED.get(full_key)
+            if found is not None:  # the common call: one look-up
+                return found
+            return cache.indexed.get(full_key, compile_indexed, op, pattern, reduction, backend, x.shape,
+                                     keywords, into_shape)
+        except TypeError:  # unhashable, or an int where an index belongs: the slower loop converts it
+            pass
+    names = cache.index_names(pattern)
+    key = []
+    for name, value in kwargs.items():
+        if name in names:
+            key.append((name, backend.convert_index(value, x, name, pattern, checks).shape))
+        else:
+            if value.__class__ is not int:
+                value = length_value(op, pattern, reduction, kwargs, name, value)
+            key.append((name, value))
+    keywords = tuple(key)
+    try:
+        return cache.indexed.get(cache.indexed_key(op, pattern, reduction, backend, x.shape, keywords, into_shape),
+                                 compile_indexed, op, pattern, reduction, backend, x.shape, keywords, into_shape)
+    except TypeError:  # unhashable: see rearr.run.cache
+        return compile_indexed(op, pattern, reduction, backend, x.shape, keywords, into_shape)
+
+
+def compile_indexed(
+    op: str, text: str, reduction: object, backend: Any, shape: tuple, keywords: tuple, into_shape: tuple | None
+) -> tuple[tuple, Callable, frozenset[str], Callable]:
+    """Plan a call with index brackets and compile it; ``keywords`` holds lengths and the index tensors'
+    shapes. The index uses, the program, the indexes whose native calls check them, and the program
+    without its dtype check (for DIRECT, whose key holds a dtype that passed it)."""
+    names = cache.index_names(text)
+    lengths = tuple((n, v) for n, v in keywords if n not in names)
+    index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
+    r = analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
+    p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
+    calls, check = compile_steps(p.steps, backend)
+    program = one_function(calls if check is None else (check, *calls))
+    return p.indices, program, natively_checked(p, backend), one_function(calls)
+
+
+def natively_checked(p: Any, backend: Any) -> frozenset[str]:
+    """The indexes that only the backend's NATIVE_CHECKS steps (or those checks_step_natively names)
+    read, each term the whole coordinate of one axis of its own length: the native call refuses a bad
+    value there, so rearr need not look at the values first. Not under 'set', whose duplicate check
+    must see the values counted from the end."""
+    kinds, checks_step = backend.NATIVE_CHECKS, backend.checks_step_natively
+    native, other = set(), set()
+    for k, step in enumerate(p.steps):
+        if isinstance(step, GatherAlong | ScatterAlong):
+            axes = {step.dim: step.term}
+            size = step.shape if isinstance(step, ScatterAlong) else p.layouts[k].shape if p.layouts else ()
+        elif isinstance(step, AdvancedIndex):
+            axes, size = dict(enumerate(step.terms)), p.layouts[k].shape if p.layouts else ()
+        else:
+            other.update(t.index for t in getattr(step, "terms", ()))
+            continue
+        for dim, term in axes.items():
+            by_native_call = type(step) in kinds or checks_step(step)
+            ok = (by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
+                  and getattr(step, "reduction", None) != "set")
+            (native if ok else other).add(term.index)
+    return frozenset(native - other - {None})
+
+
+def direct_program(
+    uses: tuple, unchecked: Callable, natively_checked: frozenset, backend: Any, pattern: str,
+    names: tuple[str, ...],
+) -> Callable:
+    """An indexed program as one function f(x, keywords) for the common call: every index a tensor that
+    needs no conversion (backend.ready_index), every length an int. The indexes that the native calls
+    check (see natively_checked) are passed as they are; the others go through check_index. Anything
+    else, or any failure, returns cache.CAREFUL: run then does the call again and says why.
+    ``names`` are the call's keywords, which the DIRECT key fixes."""
+    ready, check_index, careful = backend.ready_index, backend.check_index, cache.CAREFUL
+    index_names = tuple(u.name for u in uses)
+    length_names = tuple(name for name in names if name not in index_names)
+    checked = tuple(u for u in uses if u.name not in natively_checked)
+    native_uses = tuple(u for u in uses if u.name in natively_checked)
+
+    def call(x: Any, kwargs: dict[str, Any]) -> Any:
+        for name in index_names:
+            if not ready(kwargs[name], x):
+                return careful
+        for name in length_names:
+            if kwargs[name].__class__ is not int:
+                return careful
+        indices = kwargs  # the steps read only the index names (IndexEnv keeps them apart from text/fill/into)
+        if checked:
+            indices = dict(kwargs)
+            try:
+                for use in checked:
+                    indices[use.name] = check_index(indices[use.name], use, pattern)
+            except Exception:  # a bad value: the careful path names it (nothing has run yet)
+                return careful
+        env = IndexEnv(pattern, indices, 0, None)  # check_bounds=True: the only mode DIRECT serves
+        try:
+            return unchecked(x, env)
+        except Exception:
+            out = after_refusal(unchecked, x, env, native_uses, backend)
+            if out is None:
+                raise
+            return out
+
+    return call
+
+
+def after_refusal(program: Callable, x: Any, env: IndexEnv, left: Iterable, backend: Any) -> Any:
+    """A program failed whose indexes ``left`` rearr left to the native calls to check. rearr's own
+    check now names a bad value (RA501, raised). An index whose values were all in range but negative
+    ones (counted from the end by rearr; numpy's native calls count them too, torch's refuse them
+    before any work) runs the program with those counted: the one run that did its work. Otherwise
+    None: the program's own error stands, raised by the caller."""
+    indices, counted = dict(env.indices), False
+    for use in left:
+        t = indices[use.name]
+        indices[use.name] = backend.check_index(t, use, env.text, env.checks)
+        counted = counted or indices[use.name] is not t
+    return program(x, IndexEnv(env.text, indices, env.fill, env.into, env.checks)) if counted else None
+
+
+def index_fault(e: Exception) -> bool:
+    """Whether a backend's error is an index out of range (numpy's IndexError, torch's messages),
+    not an unsupported dtype or a failed allocation, which keep their own type and message."""
+    text = str(e)
+    return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
+
+
+def check_into(into: Any, x: Any, backend: Any) -> None:
+    if backend_for(into) is not backend:
+        raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
+                         hint="convert one of them")
+    if into.dtype != x.dtype or getattr(into, "device", None) != getattr(x, "device", None):
+        raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
+                         f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
+                         hint="convert one of them, so that the result's dtype is not a guess")
+    backend.check_into(into, x)

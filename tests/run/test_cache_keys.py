@@ -1,0 +1,161 @@
+"""Each plan table's reader and writer agree on the key: the key function that the writer keys an entry
+with finds it for the same call, and the reader (the fast path, which inlines some key functions) finds
+it on the next call, so that the table does not grow and nothing is planned or compiled again.
+
+A drift between the two raises nothing: the table would only stop hitting. Every table of
+rearr.run.cache.CACHES that has a reader and a writer is covered here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import rearr
+import rearr.run.einsum
+import rearr.run.indexed
+import rearr.run.program
+from rearr.backends import backend_for
+from rearr.run import cache, call
+
+LIBS = [pytest.param(np.asarray, id="numpy"), pytest.param(torch.as_tensor, id="torch")]
+
+
+class _Spy:
+    """Stands for module.name and counts its calls (the real function still runs)."""
+
+    def __init__(self, monkeypatch, module, name: str) -> None:
+        self.real, self.calls = getattr(module, name), 0
+        monkeypatch.setattr(module, name, self)
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.real(*args)
+
+
+def _second_call_hits(monkeypatch, table: cache.Table, key: tuple, run, *spied: tuple) -> None:
+    """The first run() stored its entry under key; the second finds it through the reader: none of the
+    spied (module, name) functions -- the careful path, the compiler -- runs, and the table keeps its size."""
+    first = run()
+    assert key in table.entries, f"the writer's key is not the key function's: {key} not in {list(table.entries)}"
+    entry, size = table.entries[key], len(table.entries)
+    spies = [_Spy(monkeypatch, module, name) for module, name in spied]
+    second = run()
+    assert [s.calls for s in spies] == [0] * len(spies), "the reader missed the writer's entry"
+    assert len(table.entries) == size and table.entries[key] is entry
+    np.testing.assert_array_equal(np.asarray(second), np.asarray(first))
+
+
+def _x(lib, shape=(4, 3)):
+    return lib(np.arange(float(np.prod(shape))).reshape(shape))
+
+
+PLAIN = [  # (op, pattern, reduction, lengths)
+    ("rearrange", "a b -> b a", None, {}),
+    ("rearrange", "(a b) c -> a b c", None, {"b": 2}),
+    ("reduce", "a b -> a", "sum", {}),
+    ("reduce", "a b -> b a", "rearrange", {}),  # keyed as called, planned as a rearrange
+    ("reduce", "(a b) c -> a", "max", {"b": 2}),
+    ("repeat", "a b -> a b r", None, {"r": 2}),
+]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize(("op", "pattern", "reduction", "lengths"), PLAIN, ids=[c[1] + f" {c[2]}" for c in PLAIN])
+def test_the_plain_table(monkeypatch, lib, op, pattern, reduction, lengths):
+    cache.plain.cache_clear()
+    x = _x(lib)
+    fn = getattr(rearr, op)
+    run = (lambda: fn(x, pattern, **lengths)) if op != "reduce" else (lambda: fn(x, pattern, reduction, **lengths))
+    key = cache.plain_key(op, pattern, reduction, x, lengths)
+    _second_call_hits(monkeypatch, cache.plain, key, run, (call, "careful"), (rearr.run.program, "plain"))
+
+
+def test_a_reduce_callable_is_keyed_as_passed(monkeypatch):
+    cache.plain.cache_clear()
+    x, f = _x(np.asarray), lambda t, axes: t.sum(axis=axes)
+    key = cache.plain_key("reduce", "a b -> a", f, x, {})
+    _second_call_hits(monkeypatch, cache.plain, key, lambda: rearr.reduce(x, "a b -> a", f), (call, "careful"))
+
+
+def _index(lib):
+    return lib(np.array([[0, 1], [2, 3], [3, 0], [1, 1]]))
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_the_direct_table_for_a_gather(monkeypatch, lib):
+    cache.direct.cache_clear()
+    x, idx, pattern = _x(lib, (4, 5)), _index(lib), "b n[i: b k] -> b k"
+    key = cache.direct_key("rearrange", x, pattern, None, {"i": idx})
+    _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.rearrange(x, pattern, i=idx),
+                      (call, "careful"), (call, "_run_indexed"))
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_the_direct_table_for_a_scatter(monkeypatch, lib):
+    cache.direct.cache_clear()
+    src, idx, pattern = _x(lib, (4, 2)), _index(lib), "b k -> b n[i: b k]"
+    key = cache.direct_key("scatter", src, pattern, "sum", {"i": idx, "n": 5})
+    _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.scatter(src, pattern, "sum", i=idx, n=5),
+                      (call, "_run_indexed"))
+
+
+INDEXED = {  # calls that the direct table does not serve: each looks its program up in the indexed table
+    "unchecked gather": lambda x, idx, src: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx, check_bounds=False),
+    "sync gather": lambda x, idx, src: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx, check_bounds="sync"),
+    "scatter with fill": lambda x, idx, src: rearr.scatter(src, "b k -> b n[i: b k]", "max", i=idx, n=5, fill=-1.0),
+    "scatter into": lambda x, idx, src: rearr.scatter(src, "b k -> b n[i: b k]", "sum", i=idx, into=x),
+}
+INDEXED_KEYS = {  # the same calls' (op, pattern, reduction, keywords as keyed, into's shape)
+    "unchecked gather": ("rearrange", "b n[i: b k] -> b k", None, (("i", (4, 2)),), None),
+    "sync gather": ("rearrange", "b n[i: b k] -> b k", None, (("i", (4, 2)),), None),
+    "scatter with fill": ("scatter", "b k -> b n[i: b k]", "max", (("i", (4, 2)), ("n", 5)), None),
+    "scatter into": ("scatter", "b k -> b n[i: b k]", "sum", (("i", (4, 2)),), (4, 5)),
+}
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("case", INDEXED)
+def test_the_indexed_table(monkeypatch, lib, case):
+    cache.indexed.cache_clear()
+    x, idx, src = _x(lib, (4, 5)), _index(lib), _x(lib, (4, 2))
+    op, pattern, reduction, keywords, into_shape = INDEXED_KEYS[case]
+    keywords = tuple((name, idx.shape if name == "i" else value) for name, value in keywords)
+    source = src if op == "scatter" else x
+    key = cache.indexed_key(op, pattern, reduction, backend_for(x), source.shape, keywords, into_shape)
+    _second_call_hits(monkeypatch, cache.indexed, key, lambda: INDEXED[case](x, idx, src),
+                      (rearr.run.indexed, "compile_indexed"))
+
+
+EINSUM = [  # (pattern, operand shapes, lengths)
+    ("i j, j k -> i k", ((2, 3), (3, 4)), {}),
+    ("b (h w) c, c d -> b h w d", ((2, 6, 4), (4, 5)), {"h": 2}),
+    ("b i, b j -> b i j", ((2, 3), (2, 4)), {}),
+]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize(("pattern", "shapes", "lengths"), EINSUM, ids=[c[0] for c in EINSUM])
+def test_the_einsum_table(monkeypatch, lib, pattern, shapes, lengths):
+    cache.einsum_cache_clear()
+    a, b = (_x(lib, s) for s in shapes)
+    key = cache.einsum_key(pattern, a, b, lengths)
+    _second_call_hits(monkeypatch, cache.einsum_pairs, key, lambda: rearr.einsum(a, b, pattern, **lengths),
+                      (call, "_einsum_planned_call"), (rearr.run.einsum, "planned_call"))
+
+
+def test_the_inlined_readers_key_as_their_key_functions():
+    """transform and einsum build plain_key's and einsum_key's tuples in place (one call less on the hot
+    path): a length that is not a plain int gives no key, in both."""
+    x = np.zeros((4, 3))
+    assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": 2.0}) is None
+    assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": True}) is None
+    assert cache.einsum_key("i j, j k -> i k", x, x.T, {"i": np.int64(4)}) is None
+    assert cache.plain_key("rearrange", "a b -> b a", None, x, {}) == ("rearrange", "a b -> b a", None, np.ndarray,
+                                                                       (4, 3), ())
+
+
+def test_every_table_with_a_reader_and_a_writer_is_covered_here():
+    tables = {t.__name__ for t in cache.CACHES if isinstance(t, cache.Table)}
+    assert tables == {"plain", "indexed", "direct", "einsum_pairs"}, "a new table needs its test in this file"
