@@ -12,7 +12,7 @@ public functions) on top and tools (explain, check, the command line) at the edg
 from typing import TYPE_CHECKING
 
 from . import _torch_compile
-from ._version import __version__
+from ._version import __version__ as __version__  # "as": re-exported for type checkers
 from .api import asnumpy, einsum, pack, parse_shape, rearrange, reduce, repeat, scatter, unpack
 from .errors import RearrError
 
