@@ -7,9 +7,10 @@ import numbers
 from _thread import allocate_lock  # threading's lock without importing threading (which `import rearr` would pay for)
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ._record import Record
+from ._types import Tensor
 from .backends import _BY_TYPE, backend_for, compile_plan, compile_steps
 from .errors import RearrError
 from .planning import planner
@@ -17,9 +18,9 @@ from .planning.plan import AdvancedIndex, GatherAlong, IndexEnv, Reshape, Scatte
 from .rules import arguments, recipe
 
 if TYPE_CHECKING:
-    from .planning.einsum import EinsumPlan
+    from numpy.typing import NDArray
 
-Tensor = TypeVar("Tensor")
+    from .planning.einsum import EinsumPlan
 
 
 class _Plans:
@@ -476,7 +477,11 @@ def rearrange(
 
 
 def reduce(
-    tensor: Tensor | Sequence[Tensor], /, pattern: str, reduction: str | Callable, **axes_lengths: Any
+    tensor: Tensor | Sequence[Tensor],
+    /,
+    pattern: str,
+    reduction: str | Callable[[Tensor, tuple[int, ...]], Any],
+    **axes_lengths: Any,
 ) -> Tensor:
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
@@ -874,7 +879,7 @@ def _pack_split_cached(pattern: str, op: str) -> tuple[int, int]:
     return star, len(dims) - star - 1
 
 
-def asnumpy(tensor: Any) -> Any:
+def asnumpy(tensor: Any) -> NDArray[Any]:
     """The tensor as a numpy array (detached and on the CPU for torch), as einops.asnumpy."""
     try:  # a backend refuses what numpy cannot hold with its own RearrError and fix; a lazy array's
         return backend_for(tensor).to_numpy(tensor)  # computation raises what it raises

@@ -1,5 +1,7 @@
+# pyright: strict
 """Every public name of rearr used as a user writes it, for the type checkers: `mypy --strict` and
-`pyright` check this file (.ci/release, against the editable checkout and against the installed wheel).
+`pyright` in strict mode (the comment above) check this file (.ci/release, against the editable checkout
+and against the installed wheel).
 
 Each result goes into a variable of the type the user expects, so a public name whose type a checker
 cannot see (an `object`, a missing annotation) fails the check. The lines marked `type: ignore` must be
@@ -10,6 +12,7 @@ checks that the values are what the types say.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +31,8 @@ def functions() -> None:
     x: Array = np.zeros((2, 3, 4))
     flat: Array = rearr.rearrange(x, "b h w -> b (h w)")
     stacked: Array = rearr.rearrange([x, x], "n b h w -> b h w n")
+    stacked_too = rearr.rearrange((x, x), "n b h w -> b h w n")  # no annotation: the list is told from a tensor
+    also_stacked: Array = stacked_too
     gathered: Array = rearr.rearrange(x, "b h w[idx: b h] -> b h", idx=np.zeros((2, 3), dtype=np.int64))
     pooled: Array = rearr.reduce(x, "b h (w 2) -> b h w", "max")
     by_callable: Array = rearr.reduce(x, "b h w -> b", lambda t, axes: t.sum(axes))
@@ -38,8 +43,8 @@ def functions() -> None:
     first_shape: tuple[int, ...] = shapes[0]
     pieces: list[Array] = rearr.unpack(packed, shapes, "b * w")
     lengths: dict[str, int] = rearr.parse_shape(x, "b _ w")
-    as_numpy = rearr.asnumpy(torch.ones(2))
-    assert flat.shape == (2, 12) and stacked.shape == (2, 3, 4, 2) and gathered.shape == (2, 3)
+    as_numpy: npt.NDArray[Any] = rearr.asnumpy(torch.ones(2))
+    assert flat.shape == (2, 12) and stacked.shape == also_stacked.shape == (2, 3, 4, 2) and gathered.shape == (2, 3)
     assert pooled.shape == (2, 3, 2) and by_callable.shape == (2,) and repeated.shape == (2, 3, 4, 2)
     assert summed.shape == (2, 3, 2) and product.shape == (2, 3, 5) and packed.shape == (2, 4, 4)
     assert first_shape == (3,) and [p.shape for p in pieces] == [(2, 3, 4), (2, 4)]
@@ -92,6 +97,7 @@ def refused() -> None:
     """Wrong types that the checkers must refuse (never run: each raises RearrError)."""
     rearr.rearrange(np.zeros(3), 3)  # type: ignore[arg-type]  # a pattern is a str
     rearr.explain("a -> a", (2,), show="yes")  # type: ignore[arg-type]
+    rearr.rearrange([[1.0, 2.0]], "a b -> b a")  # type: ignore[type-var]  # a tensor, or a list of tensors
     Rearrange(3)  # type: ignore[arg-type]
 
 
