@@ -9,9 +9,15 @@ The package is laid out as its pipeline: syntax -> rules -> planning -> backends
 public functions) on top and tools (explain, check, the command line) at the edge.
 """
 
+from typing import TYPE_CHECKING
+
 from . import _torch_compile
+from ._version import __version__ as __version__  # "as": re-exported for type checkers
 from .api import asnumpy, einsum, pack, parse_shape, rearrange, reduce, repeat, scatter, unpack
 from .errors import RearrError
+
+if TYPE_CHECKING:  # type checkers see the lazily loaded names' real types (__getattr__ returns object)
+    from .tools.explain import explain
 
 _torch_compile.watch_for_dynamo()  # torch.compile: the public functions become graph nodes once dynamo loads
 
@@ -29,6 +35,7 @@ def __getattr__(name: str) -> object:
 def __dir__() -> list[str]:
     return sorted({*globals(), "explain"})
 
+
 __all__ = [
     "RearrError",
     "asnumpy",
@@ -42,5 +49,3 @@ __all__ = [
     "scatter",
     "unpack",
 ]
-
-__version__ = "0.1.0"

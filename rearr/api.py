@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from . import run as _run
+from ._types import Tensor
 from .run.call import einsum as _einsum
 from .run.call import scatter as _scatter
 from .run.call import transform as _transform
 
-Tensor = TypeVar("Tensor")
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 
 def rearrange(
@@ -31,7 +33,11 @@ def rearrange(
 
 
 def reduce(
-    tensor: Tensor | Sequence[Tensor], /, pattern: str, reduction: str | Callable, **axes_lengths: Any
+    tensor: Tensor | Sequence[Tensor],
+    /,
+    pattern: str,
+    reduction: str | Callable[[Tensor, tuple[int, ...]], Any],
+    **axes_lengths: Any,
 ) -> Tensor:
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
@@ -88,7 +94,7 @@ def unpack(tensor: Tensor, packed_shapes: Iterable[Sequence[int]], pattern: str)
     return _run.packing.unpack(tensor, packed_shapes, pattern)
 
 
-def asnumpy(tensor: Any) -> Any:
+def asnumpy(tensor: Any) -> NDArray[Any]:
     """The tensor as a numpy array (detached and on the CPU for torch), as einops.asnumpy."""
     return _run.packing.asnumpy(tensor)
 

@@ -62,7 +62,8 @@ class Rearrange(_Layer):
 class Reduce(_Layer):
     """``rearr.reduce`` as a layer: ``Reduce("b c (h 2) (w 2) -> b c h w", "max")``."""
 
-    def __init__(self, pattern: str, reduction: str | Callable, **lengths: Any) -> None:
+    def __init__(self, pattern: str, reduction: str | Callable[[torch.Tensor, tuple[int, ...]], Any],
+                 **lengths: Any) -> None:
         super().__init__()
         _check("Reduce", pattern, reduction, lengths)
         self.pattern, self.reduction, self.lengths = pattern, reduction, dict(lengths)

@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # bad usage (2) or --help (0): a return value, as the signature says
         return int(e.code or 0)
     if args.version:
-        from .. import __version__
+        from .._version import __version__
 
         print(f"rearr {__version__}")
         return 0
@@ -322,7 +322,7 @@ def format_json(problems: list[lint.Problem], ascii_only: bool = False) -> str:
 
 def format_sarif(problems: list[lint.Problem]) -> str:
     """SARIF 2.1.0, as GitHub code scanning reads it: one run, every code as a rule, one result per problem."""
-    from .. import __version__
+    from .._version import __version__
 
     rules = [{"id": code, "shortDescription": {"text": meaning}} for code, meaning in CODES.items()]
     index = {code: i for i, code in enumerate(CODES)}

@@ -60,8 +60,8 @@ def test_example_runs(path: Path):
 
 
 def _version() -> str:
-    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    return re.search(r'^version = "([^"]+)"', text, re.M).group(1)
+    text = (ROOT / "rearr" / "_version.py").read_text(encoding="utf-8")  # the one place it is written
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
 
 
 # --- README ----------------------------------------------------------------------
