@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import backends
 from .._record import Record
-from ..backends._code import Names as CodeNames
+from ..backends._code import CodeNames
 from ..errors import RearrError, nearest
 from ..planning import planner
 from ..planning.lengths import index_shapes
