@@ -136,7 +136,8 @@ class Lengths:
                                 self._product_hint(dim, size, where, drop=True))
         elif known == 0 or size % known:
             names = " * ".join(show(n) for n in dim.names if n in self.value)
-            raise self._err("RA302", f"{where} has length {size}, which {names} = {known} does not divide",
+            names += f" = {known}" if names != str(known) else ""  # '3', not '3 = 3', for an anonymous axis
+            raise self._err("RA302", f"{where} has length {size}, which {names} does not divide",
                             dim.col, self._product_hint(dim, size, where, drop=False))
         else:
             self.set(unknown[0], size // known, f"inferred: {where} / {known}" if known != 1 else where, dim.col)
@@ -154,7 +155,9 @@ class Lengths:
                 return f"pass {name}={size // rest}, or drop {name}= to infer it"
             return f"pass a length of {show(name)} that divides {size // rest}, e.g. {name}=" \
                    f"{_divisor(size // rest, self.value[name])}"
-        return f"pass lengths whose product is the length of {where}, {size}"
+        known = math.prod(self.value[n] for n in dim.names if n in self.value)
+        return f"pass a tensor whose {where} has length {known}" if drop else \
+            f"pass a tensor whose {where} is a multiple of {known}"
 
     def need(self, name: str, what: str, col: int | None, also: str = "") -> int:
         """The length of an axis that nothing gave (an output or indexed axis): RA301, fixed by a keyword."""
@@ -166,8 +169,8 @@ class Lengths:
 
 def _divisor(n: int, near: int) -> int:
     """The divisor of n nearest to ``near`` (the smaller on a tie): a length that a fix may offer."""
-    if symbolic(n) or n == 0:
-        return near if not symbolic(near) else 1
+    if symbolic(n) or symbolic(near) or n == 0:  # every length divides 0
+        return near if not symbolic(near) and near > 0 else 1
     divisors = [e for d in range(1, math.isqrt(n) + 1) if n % d == 0 for e in (d, n // d)]
     return min(divisors, key=lambda d: (abs(d - near), d))
 
