@@ -104,7 +104,12 @@ class Lengths:
         """The lengths of the axes of dimensions of the given sizes ((dim, size, where) each): those of
         one axis first, then groups with one unknown axis left, until every one is solved; RA301 when
         some group keeps two unknown axes."""
-        pending = [d for d in dims if len(d[0].names) == 1] + [d for d in dims if len(d[0].names) != 1]
+        pending = []
+        for dim, size, where in dims:
+            if len(dim.names) == 1:
+                self.set(dim.names[0], size, where, dim.col)
+            else:
+                pending.append((dim, size, where))
         while pending:
             rest = [d for d in pending if not self._fit(*d)]
             if len(rest) == len(pending):
@@ -117,10 +122,7 @@ class Lengths:
             pending = rest
 
     def _fit(self, dim: Dim, size: int, where: str) -> bool:
-        """Check one dimension, or solve its one unknown axis; False when it has two or more."""
-        if len(dim.names) == 1:
-            self.set(dim.names[0], size, where, dim.col)
-            return True
+        """Check a group or unit dimension, or solve its one unknown axis; False when it has two or more."""
         unknown = [n for n in dim.names if n not in self.value]
         if len(unknown) > 1:
             return False
