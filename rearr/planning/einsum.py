@@ -2,8 +2,9 @@
 
 An einsum is one native call, with reshapes around it where the pattern has groups ``(h w)`` or
 unit axes: the plan is those reshapes and the backend's spec, as plain data, and rearr/api.py caches
-it and runs it. It has its own module because it shares nothing with rearr/planning/planner.py's steps (no
-layout tracking, no index terms): its product is a spec string, not a Plan of steps.
+it and runs it. Its lengths come from the one solver (lengths.py), as rearrange's do; it has its own
+module because it shares nothing with planner.py's steps (no layout tracking, no index terms): its
+product is a spec string, not a Plan of steps.
 """
 
 from __future__ import annotations
