@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numbers
 import operator
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
@@ -432,9 +433,9 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
 def _check_inferable(text: str, dims: Sequence[Dim], known: set[str]) -> None:
     """An input group gives the length of one axis that nothing else gives (a keyword, another input
     dimension), never of two: fails whatever the shapes."""
-    for k, dim in enumerate(dims):
-        others = {n for j, d in enumerate(dims) if j != k for n in d.names}
-        unknown = [n for n in dim.names if n not in known and n not in others]
+    dims_of = Counter(n for d in dims for n in set(d.names))  # how many dimensions hold each axis
+    for dim in dims:
+        unknown = [n for n in dim.names if n not in known and dims_of[n] == 1]
         if len(unknown) > 1:
             raise two_unknowns(text, unknown, dim.col)
 
