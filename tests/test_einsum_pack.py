@@ -81,7 +81,8 @@ def test_einsum_length_keywords_are_checked():
     e = _code(rearr.einsum, x, w, "b (h w) c, c d -> b h w d", h=4)
     assert e.code == "RA302" and e.col == 2
     e = _code(rearr.einsum, x, w, "b (h w) c, c d -> b h w d", h=2, w=2)
-    assert e.code == "RA303" and "h=2" in e.message and "w=2" in e.message
+    assert e.code == "RA303" and "'h'=2 * 'w'=2 makes 4" in e.message and e.hint.startswith("pass h=3")
+    assert rearr.einsum(x, w, "b (h w) c, c d -> b h w d", h=3, w=2).shape == (2, 3, 2, 4)  # the hint, applied
     e = _code(rearr.einsum, x, w, "b (h w) c, c d -> b h w d")
     assert e.code == "RA301" and "'h'" in e.message
     assert rearr.einsum(x, w, "b (h w) c, c d -> b h w d", **{e.hint.split("e.g. ")[1].split("=")[0]: 2}).shape \
@@ -135,7 +136,9 @@ def test_einops_einsum_error_cases():
     x51 = np.ones((5, 1))
     np.testing.assert_array_equal(rearr.einsum(x51, "i () -> i"), np.ones(5))  # einops: NotImplementedError
     np.testing.assert_array_equal(rearr.einsum(x51, "a b -> (a b)"), np.ones(5))  # einops: NotImplementedError
-    assert _code(rearr.einsum, np.ones((10, 1)), "(a b) -> a b").code == "RA304"
+    # Two unknown axes in one group fail whatever the shape: the pattern's error, as rearrange's, first.
+    assert _code(rearr.einsum, np.ones((10, 1)), "(a b) -> a b").code == "RA301"
+    assert _code(rearr.einsum, np.ones((10, 1)), "(a b) -> a b", a=2).code == "RA304"
     e = _code(rearr.einsum, x51, "i 2 -> i")
     assert e.code == "RA203" and "a2=2" in e.hint
     assert rearr.einsum(np.ones((5, 2)), "i a2 -> i", a2=2).shape == (5,)  # the hint, applied

@@ -16,7 +16,7 @@ from .._record import Record
 from ..planning.plan import IndexTerm, Layout
 
 
-class Names(Record):
+class CodeNames(Record):
     """The variables the printed code uses, chosen by explain to differ from every axis and index name."""
 
     x: str  # the input, then each step's result
@@ -30,7 +30,7 @@ class Names(Record):
     index_shapes: dict[str, tuple[int, ...]]
 
 
-Template = Callable[[object, Layout, Names], list[str]]
+Template = Callable[[object, Layout, CodeNames], list[str]]
 
 
 def args(values: Sequence[int]) -> str:
@@ -78,7 +78,7 @@ def einsum_lines(plan, operands: Sequence[str], call: Callable[[str, str], str])
     return lines
 
 
-def index_expr(t: IndexTerm, names: Names, permute: Callable[[str, tuple[int, ...]], str]) -> tuple[str, tuple]:
+def index_expr(t: IndexTerm, names: CodeNames, permute: Callable[[str, tuple[int, ...]], str]) -> tuple[str, tuple]:
     """An index term's index tensor, permuted as the term says: (expression, its shape)."""
     assert t.index is not None
     expr, have = t.index, names.index_shapes[t.index]
@@ -89,7 +89,7 @@ def index_expr(t: IndexTerm, names: Names, permute: Callable[[str, tuple[int, ..
 
 
 def row_positions(
-    terms: Sequence[IndexTerm], space: tuple[int, ...], names: Names, term: Callable[[IndexTerm, Names], str],
+    terms: Sequence[IndexTerm], space: tuple[int, ...], names: CodeNames, term: Callable[[IndexTerm, CodeNames], str],
     broadcast_to: Callable[[str, tuple[int, ...]], str],
 ) -> tuple[list[str], str]:
     """(lines, expression) of a backend's _row_positions: the terms' sum, broadcast to the index space,

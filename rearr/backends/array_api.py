@@ -30,7 +30,7 @@ from ..planning.plan import (
 )
 from . import _code, _common
 from . import numpy as _numpy
-from ._code import Names, tup
+from ._code import CodeNames, tup
 from .contract import Backend, IndexEnv
 
 name = "array_api"
@@ -162,7 +162,7 @@ def reshape(step: Reshape):
     return lambda x, env: namespace(x).reshape(x, shape)
 
 
-def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+def code_reshape(step: Reshape, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = xp.reshape({n.x}, {tup(step.shape)})"]
 
 
@@ -171,7 +171,7 @@ def permute(step: Permute):
     return lambda x, env: namespace(x).permute_dims(x, perm)
 
 
-def code_permute(step: Permute, before, n: Names) -> list[str]:
+def code_permute(step: Permute, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = xp.permute_dims({n.x}, {tup(step.perm)})"]
 
 
@@ -180,7 +180,7 @@ def expand(step: Expand):
     return lambda x, env: namespace(x).broadcast_to(x, shape)
 
 
-def code_expand(step: Expand, before, n: Names) -> list[str]:
+def code_expand(step: Expand, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = xp.broadcast_to({n.x}, {tup(step.shape)})"]
 
 
@@ -206,7 +206,7 @@ def reduce(step: Reduce):
     return run
 
 
-def code_reduce(step: Reduce, before, n: Names) -> list[str]:
+def code_reduce(step: Reduce, before, n: CodeNames) -> list[str]:
     x, r, axes = n.x, step.reduction, step.axes
     if callable(r):  # the callable that was passed, bound to this name
         return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
@@ -329,7 +329,7 @@ def _term(c: IndexTerm, env: IndexEnv, xp: ModuleType, like):
     return t * c.stride if c.stride != 1 else t
 
 
-def _term_code(t: IndexTerm, n: Names) -> str:
+def _term_code(t: IndexTerm, n: CodeNames) -> str:
     if t.index is None:  # the namespace's default integer dtype is _index_dtype's
         expr, have = f"xp.arange({t.length}, device={n.x}.device)", (t.length,)
     else:
@@ -349,7 +349,7 @@ def _rows(terms: tuple[IndexTerm, ...], strides: tuple[int, ...], space: tuple[i
     return xp.reshape(xp.broadcast_to(total, space), (-1,))
 
 
-def _rows_code(terms: tuple[IndexTerm, ...], strides: tuple[int, ...], space: tuple[int, ...], n: Names) -> str:
+def _rows_code(terms: tuple[IndexTerm, ...], strides: tuple[int, ...], space: tuple[int, ...], n: CodeNames) -> str:
     """_rows as lines that leave the row numbers in ``n.flat``."""
     total = " + ".join(_term_code(c, n) + (f" * {stride}" if stride != 1 else "") for c, stride in zip(terms, strides))
     return f"{n.flat} = xp.reshape(xp.broadcast_to({total}, {tup(space)}), (-1,))"
@@ -366,7 +366,7 @@ def takerows(step: TakeRows):
     return run
 
 
-def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+def code_takerows(step: TakeRows, before, n: CodeNames) -> list[str]:
     return [_rows_code(step.terms, (1,) * len(step.terms), step.space, n), f"{n.x} = xp.take({n.x}, {n.flat}, axis=0)"]
 
 
@@ -384,7 +384,7 @@ def gatheralong(step: GatherAlong):
     return run
 
 
-def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+def code_gatheralong(step: GatherAlong, before, n: CodeNames) -> list[str]:
     x, dim = n.x, step.dim
     return ["# (a namespace before Array API 2024.12 lacks take_along_axis: rearr takes flat positions instead)",
             f"{x} = xp.take_along_axis({x}, xp.broadcast_to({_term_code(step.term, n)}, {tup(step.shape)}), "
@@ -425,7 +425,7 @@ def advancedindex(step: AdvancedIndex):
     return run
 
 
-def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+def code_advancedindex(step: AdvancedIndex, before, n: CodeNames) -> list[str]:
     lead, strides, space = _as_rows(step)
     rest = before.shape[len(lead):]
     return [f"{n.x} = xp.reshape({n.x}, ({math.prod(lead)}, {math.prod(rest)}))",
@@ -447,7 +447,7 @@ def _no_scatter(step: ScatterRows | ScatterAlong):
     return run
 
 
-def code_no_scatter(step: ScatterRows | ScatterAlong, before, n: Names) -> list[str]:
+def code_no_scatter(step: ScatterRows | ScatterAlong, before, n: CodeNames) -> list[str]:
     """explain refuses the plan with the error that running it raises (for any library): no code to print."""
     raise _scatter_refused("Array API")
 

@@ -41,7 +41,7 @@ from ..planning.plan import (
 )
 from . import _code, _common
 from . import numpy as _np_backend
-from ._code import Names, args, tup
+from ._code import CodeNames, args, tup
 from .numpy import (
     NumpyBackend,
     _row_positions,
@@ -163,7 +163,7 @@ def reshape(step: Reshape):
     return run
 
 
-def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+def code_reshape(step: Reshape, before, n: CodeNames) -> list[str]:
     x, old, shape = n.x, before.shape, step.shape
     if old == shape:
         return [f"# {x} already has shape {tup(shape)}: rearr returns it as it is"]
@@ -259,7 +259,7 @@ def expand(step: Expand):
     return run
 
 
-def code_expand(step: Expand, before, n: Names) -> list[str]:
+def code_expand(step: Expand, before, n: CodeNames) -> list[str]:
     first = next((d for d, (a, b) in enumerate(zip(before.shape, step.shape)) if a != b), len(step.shape))
     call = [f"{n.x} = da.broadcast_to({n.x}, {tup(step.shape)})"]
     if all(m <= 1 for m in before.shape[first + 1:]):  # no later axis that may have several chunks: dask's default
@@ -323,7 +323,7 @@ def takerows(step: TakeRows):
     return lambda x, env: x[rows(env)]
 
 
-def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+def code_takerows(step: TakeRows, before, n: CodeNames) -> list[str]:
     pre, flat = _row_positions_code(step.terms, step.space, n)
     return pre + [f"{n.x} = {n.x}[{flat}]"]
 
@@ -348,7 +348,7 @@ def advancedindex(step: AdvancedIndex):
     return run
 
 
-def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+def code_advancedindex(step: AdvancedIndex, before, n: CodeNames) -> list[str]:
     lead, terms, space = _as_rows(step)
     rest = before.shape[len(lead):]
     pre, flat = _row_positions_code(terms, space, n)
@@ -369,7 +369,7 @@ def gatheralong(step: GatherAlong):
     return run
 
 
-def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+def code_gatheralong(step: GatherAlong, before, n: CodeNames) -> list[str]:
     x, dim, shape = n.x, step.dim, step.shape
     return [f"{x} = {x}.rechunk({{{dim}: -1}})  # the whole axis {dim} in each block",
             f"{n.flat} = da.broadcast_to(da.asarray({_term_code(step.term, n)}), {tup(shape)}).rechunk("
@@ -393,7 +393,7 @@ def _no_scatter(step: ScatterRows | ScatterAlong):
     return run
 
 
-def code_no_scatter(step: ScatterRows | ScatterAlong, before, n: Names) -> list[str]:
+def code_no_scatter(step: ScatterRows | ScatterAlong, before, n: CodeNames) -> list[str]:
     """explain refuses the plan with the error that running it raises: there is no code to print."""
     raise _scatter_refused()
 

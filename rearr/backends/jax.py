@@ -50,7 +50,7 @@ from . import _code, _common
 from . import array_api as _aa
 from . import compile_plan as _compile
 from . import numpy as _numpy
-from ._code import Names, tup
+from ._code import CodeNames, tup
 from .array_api import ArrayApiBackend
 from .contract import IndexEnv
 
@@ -364,7 +364,7 @@ def program(steps: tuple, calls: tuple) -> tuple:
 
 
 def _jnp(template):
-    def code(step, before, n: Names) -> list[str]:
+    def code(step, before, n: CodeNames) -> list[str]:
         return [re.sub(r"\bxp\.", "jnp.", line) for line in template(step, before, n)]
 
     return code
@@ -374,11 +374,11 @@ def code_einsum(plan, operands: tuple[str, ...]) -> list[str]:
     return _code.einsum_lines(plan, operands, lambda spec, ops: f"jnp.einsum({spec}, {ops})")
 
 
-def _term_code(t: IndexTerm, n: Names) -> str:
+def _term_code(t: IndexTerm, n: CodeNames) -> str:
     return re.sub(r"\bxp\.", "jnp.", _aa._term_code(t, n))
 
 
-def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+def code_gatheralong(step: GatherAlong, before, n: CodeNames) -> list[str]:
     idx = _term_code(step.term, n)
     if _broadcasts(step, before.shape):
         idx = f"jnp.broadcast_to({idx}, {tup(step.shape)})"
@@ -390,7 +390,7 @@ _START = {"sum": "0", "mean": "0", "prod": "1",
           "min": "jnp.inf if jnp.issubdtype({x}.dtype, jnp.inexact) else jnp.iinfo({x}.dtype).max"}
 
 
-def _combine_code(reduction: str, at: str, shape: tuple, count_shape: tuple, n: Names) -> list[str]:
+def _combine_code(reduction: str, at: str, shape: tuple, count_shape: tuple, n: CodeNames) -> list[str]:
     """_combine with fill 0 and no into=, as lines that leave the result in ``n.x``."""
     x, out, counts = n.x, n.out, n.counts
     if reduction == "set":
@@ -411,12 +411,12 @@ def _combine_code(reduction: str, at: str, shape: tuple, count_shape: tuple, n: 
     return lines + [f"{x} = {out}"]
 
 
-def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
+def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
     flat = _jnp(lambda s, b, names: [_aa._rows_code(s.terms, (1,) * len(s.terms), s.space, names)])(step, before, n)
     return flat + _combine_code(step.reduction, n.flat, (step.rows, before.shape[1]), (step.rows, 1), n)
 
 
-def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
+def code_scatteralong(step: ScatterAlong, before, n: CodeNames) -> list[str]:
     dim, src, last = step.dim, step.src_shape, _along_axes(step)
     grid = [_code.view(f"jnp.arange({src[d]})", (src[d],), tuple(src[d] if k == d else 1 for k in range(last)),
                        "reshape") for d in range(last) if d != dim]

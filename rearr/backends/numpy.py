@@ -26,7 +26,7 @@ from ..planning.plan import (
 )
 from . import _code, _common
 from . import compile_plan as _compile
-from ._code import Names, args, tup
+from ._code import CodeNames, args, tup
 from .contract import Backend, IndexEnv
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def reshape(step: Reshape):
     return lambda x, env: x.reshape(shape)
 
 
-def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+def code_reshape(step: Reshape, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = {n.x}.reshape({args(step.shape)})"]
 
 
@@ -152,7 +152,7 @@ def permute(step: Permute):
     return lambda x, env: x.transpose(perm)
 
 
-def code_permute(step: Permute, before, n: Names) -> list[str]:
+def code_permute(step: Permute, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = {n.x}.transpose({tup(step.perm)})"]
 
 
@@ -169,7 +169,7 @@ def expand(step: Expand):
     return run
 
 
-def code_expand(step: Expand, before, n: Names) -> list[str]:
+def code_expand(step: Expand, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = np.broadcast_to({n.x}, {tup(step.shape)})"]
 
 
@@ -199,7 +199,7 @@ def reduce(step: Reduce):
 _REDUCE_DTYPE = {"e": "float32", "B": "int64", "H": "int64", "I": "int64"}
 
 
-def code_reduce(step: Reduce, before, n: Names) -> list[str]:
+def code_reduce(step: Reduce, before, n: CodeNames) -> list[str]:
     x, r, axes = n.x, step.reduction, step.axes
     if callable(r):  # the callable that was passed, bound to this name
         return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
@@ -314,7 +314,7 @@ def _term(c: IndexTerm):
     return term
 
 
-def _term_code(t: IndexTerm, n: Names) -> str:
+def _term_code(t: IndexTerm, n: CodeNames) -> str:
     if t.index is None:
         expr, have = f"np.arange({t.length})", (t.length,)
     else:
@@ -338,7 +338,7 @@ def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...]):
     return rows
 
 
-def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: Names) -> tuple[list[str], str]:
+def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: CodeNames) -> tuple[list[str], str]:
     return _code.row_positions(terms, space, n, _term_code, lambda e, space: f"np.broadcast_to({e}, {tup(space)})")
 
 
@@ -347,7 +347,7 @@ def takerows(step: TakeRows):
     return lambda x, env: np.take(x, rows(env), axis=0)
 
 
-def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+def code_takerows(step: TakeRows, before, n: CodeNames) -> list[str]:
     pre, flat = _row_positions_code(step.terms, step.space, n)
     return pre + [f"{n.x} = np.take({n.x}, {flat}, axis=0)"]
 
@@ -371,7 +371,7 @@ def gatheralong(step: GatherAlong):
     return lambda x, env: x[before + (index(env),) + after]
 
 
-def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+def code_gatheralong(step: GatherAlong, before, n: CodeNames) -> list[str]:
     grid = _grid_code(step.shape, step.dim)
     parts = grid[:step.dim] + [_term_code(step.term, n)] + grid[step.dim:]
     return [f"{n.x} = {n.x}[{', '.join(parts)}]"]
@@ -382,7 +382,7 @@ def advancedindex(step: AdvancedIndex):
     return lambda x, env: x[tuple(c(env) for c in terms)]
 
 
-def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+def code_advancedindex(step: AdvancedIndex, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = {n.x}[{', '.join(_term_code(t, n) for t in step.terms)}]"]
 
 
@@ -447,7 +447,7 @@ def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
     return out
 
 
-def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: Names) -> list[str]:
+def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: CodeNames) -> list[str]:
     """_combine_rows with fill 0 and no into=, as lines that leave the result in ``n.x``.
 
     explain has no dtype, so the start value and the accumulator are printed as expressions of x's."""
@@ -501,7 +501,7 @@ def scatterrows(step: ScatterRows):
     return run
 
 
-def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
+def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
     pre, flat = _row_positions_code(step.terms, step.space, n)
     return pre + _combine_rows_code(step.reduction, flat, step.rows, before.shape[1], n)
 
@@ -595,7 +595,7 @@ def scatteralong(step: ScatterAlong):
     return run
 
 
-def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
+def code_scatteralong(step: ScatterAlong, before, n: CodeNames) -> list[str]:
     x, shape = n.x, step.shape
     if _sums_by_axes(step):
         idx = _term_code(step.term, n)

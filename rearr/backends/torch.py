@@ -27,7 +27,7 @@ from ..planning.plan import (
 )
 from . import _code, _common
 from . import compile_plan as _compile
-from ._code import Names, args, tup
+from ._code import CodeNames, args, tup
 from .contract import Backend
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ def reshape(step: Reshape):
     return lambda x, env: x.reshape(*shape)
 
 
-def code_reshape(step: Reshape, before, n: Names) -> list[str]:
+def code_reshape(step: Reshape, before, n: CodeNames) -> list[str]:
     # x.reshape is x.view where a view is possible, else x.contiguous().view: print which, so that a copy shows.
     return [f"{n.x} = {n.x}.view({args(step.shape)})" if step.view
             else f"{n.x} = {n.x}.contiguous().view({args(step.shape)})"]
@@ -229,7 +229,7 @@ def permute(step: Permute):
     return lambda x, env: x.permute(*perm)
 
 
-def code_permute(step: Permute, before, n: Names) -> list[str]:
+def code_permute(step: Permute, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = {n.x}.permute({args(step.perm)})"]
 
 
@@ -238,7 +238,7 @@ def expand(step: Expand):
     return lambda x, env: x.expand(*shape)
 
 
-def code_expand(step: Expand, before, n: Names) -> list[str]:
+def code_expand(step: Expand, before, n: CodeNames) -> list[str]:
     return [f"{n.x} = {n.x}.expand({args(step.shape)})"]
 
 
@@ -275,7 +275,7 @@ def _reduce_nothing(r: str):
     return run
 
 
-def code_reduce(step: Reduce, before, n: Names) -> list[str]:
+def code_reduce(step: Reduce, before, n: CodeNames) -> list[str]:
     x, r, axes = n.x, step.reduction, step.axes
     if callable(r):  # the callable that was passed, bound to this name
         return [f"{x} = {n.reduction}({x}, {tup(axes)})"]
@@ -397,7 +397,7 @@ def _term(c: IndexTerm):
     return term
 
 
-def _term_code(t: IndexTerm, n: Names) -> str:
+def _term_code(t: IndexTerm, n: CodeNames) -> str:
     if t.index is None:
         if t.stride != 1:  # the stride goes into arange
             return _code.view(f"torch.arange(0, {t.length} * {t.stride}, {t.stride}, device={n.x}.device)",
@@ -422,7 +422,7 @@ def _row_positions(terms: tuple[IndexTerm, ...], space: tuple[int, ...]):
     return flat
 
 
-def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: Names) -> tuple[list[str], str]:
+def _row_positions_code(terms: tuple[IndexTerm, ...], space: tuple[int, ...], n: CodeNames) -> tuple[list[str], str]:
     return _code.row_positions(terms, space, n, _term_code, lambda e, space: f"{_code.paren(e)}.expand({args(space)})")
 
 
@@ -431,7 +431,7 @@ def takerows(step: TakeRows):
     return lambda x, env: x.index_select(0, flat(env, x))
 
 
-def code_takerows(step: TakeRows, before, n: Names) -> list[str]:
+def code_takerows(step: TakeRows, before, n: CodeNames) -> list[str]:
     pre, flat = _row_positions_code(step.terms, step.space, n)
     return pre + [f"{n.x} = {n.x}.index_select(0, {flat})"]
 
@@ -447,7 +447,7 @@ def gatheralong(step: GatherAlong):
     return lambda x, env: torch.gather(x, dim, term(env, x).expand(*shape))
 
 
-def code_gatheralong(step: GatherAlong, before, n: Names) -> list[str]:
+def code_gatheralong(step: GatherAlong, before, n: CodeNames) -> list[str]:
     idx = _term_code(step.term, n)
     if step.term.shape != step.shape:
         idx = f"{_code.paren(idx)}.expand({args(step.shape)})"
@@ -463,7 +463,7 @@ def advancedindex(step: AdvancedIndex):
     return lambda x, env: x[tuple(c(env, x) for c in terms)]
 
 
-def code_advancedindex(step: AdvancedIndex, before, n: Names) -> list[str]:
+def code_advancedindex(step: AdvancedIndex, before, n: CodeNames) -> list[str]:
     terms = [_term_code(t, n) + ("" if _common.identity_perm(t.perm) else ".contiguous()") for t in step.terms]
     if all(t.shape == () for t in step.terms):  # see advancedindex: 1-element indices, not ints
         return [f"{n.x} = {n.x}[{', '.join(_code.paren(t) + '.reshape(1)' for t in terms)}].squeeze(0)"]
@@ -568,7 +568,7 @@ def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Ten
     return sums.masked_fill_(empty, fill) if fill != 0 else sums
 
 
-def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
+def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
     """run() above with fill 0 and no into=, on a tensor that records no backward (see _training)."""
     pre, flat = _row_positions_code(step.terms, step.space, n)
     x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
@@ -674,7 +674,7 @@ def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torc
     return base
 
 
-def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
+def code_scatteralong(step: ScatterAlong, before, n: CodeNames) -> list[str]:
     """run() above with fill 0 and no into=, on a tensor that records no backward (see _training); its
     kept-zeros branch computes the same, one call fewer."""
     x, dim, shape, r = n.x, step.dim, step.shape, step.reduction

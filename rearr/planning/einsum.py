@@ -2,8 +2,9 @@
 
 An einsum is one native call, with reshapes around it where the pattern has groups ``(h w)`` or
 unit axes: the plan is those reshapes and the backend's spec, as plain data, and rearr/run/ caches
-it and runs it. It has its own module because it shares nothing with rearr/planning/planner.py's steps (no
-layout tracking, no index terms): its product is a spec string, not a Plan of steps.
+it and runs it. Its lengths come from the one solver (lengths.py), as rearrange's do; it has its own
+module because it shares nothing with planner.py's steps (no layout tracking, no index terms): its
+product is a spec string, not a Plan of steps.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import math
 from typing import NamedTuple
 
 from ..errors import RearrError
-from ..rules.recipe import ELLIPSIS, analyze, check_length_value, einsum_operand_count
+from ..rules.recipe import ELLIPSIS, analyze, einsum_operand_count
+from .lengths import Lengths, dimension, known_shape, length_of
 from .plan import Permute, Reshape
-from .planner import known_shape, length_of, symbolic
 
 
 class EinsumPlan(NamedTuple):
@@ -49,13 +50,10 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
     count = einsum_operand_count(r, len(shapes))
     if count is not None:
         raise count
-    for name, n in lengths:  # plain ints come as they were passed (api's look-up key): -3 is RA305 here
-        if not symbolic(n):
-            check_length_value(r, name, n)
-    known: dict[str, int] = dict(lengths)
-    where: dict[str, str] = {name: f"{name}={n}" for name, n in lengths}
+    lens = Lengths(pattern)
+    lens.given(r, lengths)  # plain ints come as they were passed (api's look-up key): -3 is RA305 here
     ellipses: list[tuple[int, ...]] = []
-    operands = []  # per input: (dims, the tensor's length of each dim)
+    dims_sizes = []  # every named dimension of every operand, with its length and where it is
     for k, (dims, shape) in enumerate(zip(r.inputs, shapes)):
         shape = known_shape(shape, f"operand {k}", col=dims[0].col if dims else None)
         has_ell = any(d.names == (ELLIPSIS,) for d in dims)
@@ -66,56 +64,18 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
                              pattern=pattern, col=dims[0].col if dims else None,
                              hint="write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
         pos = 0
-        lens = []
         for d in dims:
             if d.names == (ELLIPSIS,):
                 n_ell = len(shape) - n_fixed
                 ellipses.append(shape[pos: pos + n_ell])
-                lens.append(None)
                 pos += n_ell
                 continue
-            lens.append(shape[pos])
+            dims_sizes.append((d, shape[pos], dimension(pos, k, len(shapes))))
             pos += 1
-        operands.append((dims, lens))
-    # Single axes first, then groups that have one unknown left, until nothing changes.
-    for dims, lens in operands:
-        for d, n in zip(dims, lens):
-            if n is None:
-                continue
-            if not d.names and n != 1:
-                raise RearrError(f"a unit axis has length {n}", code="RA303", pattern=pattern, col=d.col,
-                                 hint="name the axis, or pass a tensor with length 1 there")
-            if len(d.names) == 1 and not d.group:
-                _agree(pattern, known, where, d.names[0], n, d.col)
-    pending = [(d, n) for dims, lens in operands for d, n in zip(dims, lens) if d.group and n is not None]
-    while pending:
-        rest = []
-        for d, n in pending:
-            unknown = [a for a in d.names if a not in known]
-            if len(unknown) > 1:
-                rest.append((d, n))
-                continue
-            product = math.prod(known[a] for a in d.names if a in known)
-            if not unknown:
-                if product != n:
-                    raise RearrError(f"the group at column {d.col} has length {n}, its axes "
-                                     f"({', '.join(where[a] for a in d.names)}) make {product}", code="RA303",
-                                     pattern=pattern, col=d.col, hint="fix the lengths so that the group's product "
-                                     "is the dimension's length")
-                continue
-            if product == 0 or n % product:
-                raise RearrError(f"a dimension of length {n} is not divisible by {product}", code="RA302",
-                                 pattern=pattern, col=d.col,
-                                 hint="fix the length keywords so that their product divides the dimension")
-            known[unknown[0]] = n // product
-            where[unknown[0]] = f"{unknown[0]}={n // product}"
-        if len(rest) == len(pending):
-            name = next(a for a in rest[0][0].names if a not in known)
-            raise RearrError(f"the length of {name!r} cannot be inferred", code="RA301", pattern=pattern,
-                             col=r.col(name), hint=f"pass it as a keyword, e.g. {name}=2")
-        pending = rest
+    lens.solve(dims_sizes)
+    known = lens.value
     ell_shape = _broadcast(pattern, ellipses)  # checked here: the backend's message would name its letters
-    sides = [dims for dims, _ in operands] + [r.outputs[0]]
+    sides = list(r.inputs) + [r.outputs[0]]
     units = _units(sides)
     if len(units) > len(_LETTERS):
         raise RearrError(f"einsum supports at most {len(_LETTERS)} distinct axes", code="RA206", pattern=pattern,
@@ -254,14 +214,6 @@ def _reshapes(sides: list, run: tuple[str, ...], fused: bool) -> int:
             count += not (len(holding) == 1 and holding[0].names == run) if fused else any(len(d.names) > 1 for d in
                                                                                           holding)
     return count
-
-
-def _agree(pattern: str, known: dict, where: dict, name: str, n: int, col: int) -> None:
-    if name in known and known[name] != n:
-        raise RearrError(f"axis {name!r} has length {n} here and {where[name]} elsewhere", code="RA303",
-                         pattern=pattern, col=col, hint=f"give {name!r} one length in every operand")
-    known.setdefault(name, n)
-    where.setdefault(name, f"{name}={n}")
 
 
 def _broadcast(pattern: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 
 from ..errors import RearrError
 from ..rules.arguments import symbolic
-from ..rules.recipe import (
-    ELLIPSIS,
-    INT64_MAX,
-    Dim,
-    IndexSpec,
-    Recipe,
-    anonymous_length,
-    check_length_value,
-    index_not_passed,
+from ..rules.recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, index_not_passed
+from .lengths import (
+    Lengths,
+    expand_names,
+    known_shape,
+    resolve,
 )
+from .lengths import show as _show
 from .plan import (
     AdvancedIndex,
     Expand,
@@ -40,32 +37,6 @@ from .plan import (
 )
 
 # --- shape arithmetic --------------------------------------------------------
-
-
-def unknown_length(n: object) -> bool:
-    """NaN: a length of a dask array whose chunk sizes are not known yet."""
-    return not symbolic(n) and n != n
-
-
-def length_of(n: object) -> int:
-    """A length as an int, or as it is when symbolic (see `symbolic`). Not for a tensor's shape, which
-    may hold unknown lengths: `known_shape` says so first."""
-    return n if symbolic(n) else int(n)  # type: ignore[return-value, call-overload]
-
-
-def known_shape(shape: Iterable[object], what: str = "the input", name: str = "x",
-                col: int | None = None) -> tuple[int, ...]:
-    """A tensor's shape as lengths (`length_of`). The one rule, used wherever a tensor's length becomes
-    an int: an unknown length (a dask array after boolean masking) is RA304, whose fix computes it."""
-    shape = tuple(shape)
-    if any(map(unknown_length, shape)):
-        raise unknown_lengths(f"{what} has shape {shape}, with unknown lengths", name, col)
-    return tuple(map(length_of, shape))
-
-
-def unknown_lengths(message: str, name: str = "x", col: int | None = None) -> RearrError:
-    return RearrError(message, code="RA304", col=col,
-                      hint=f"compute them first: {name} = {name}.compute_chunk_sizes() (dask)")
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -156,134 +127,15 @@ class _Tracker:
         self._add(Expand(shape), shape, tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides)))
 
 
-# --- lengths -----------------------------------------------------------------
+# --- errors and index specs (the lengths: lengths.py) -------------------------
 
 
 def _err(recipe: Recipe, code: str, message: str, col: int | None, hint: str | None = None) -> RearrError:
     return RearrError(message, code=code, pattern=recipe.text, col=col, hint=hint)
 
 
-def expand_ellipsis(text: str, dims: tuple[Dim, ...], ndim: int) -> tuple[tuple[Dim, ...], tuple[str, ...]]:
-    """Replace the ellipsis dim of an input by as many one-axis dims as it covers (text: the pattern,
-    for the errors); also the names of those axes."""
-    fixed = [d for d in dims if ELLIPSIS not in d.names]
-    if len(fixed) == len(dims):
-        if ndim != len(dims):
-            raise RearrError(f"the pattern has {len(dims)} input dimensions, the tensor has {ndim}", code="RA304",
-                             pattern=text, col=0,
-                             hint="write one entry per dimension (a group '(a b)' is one), or use '...' for the rest")
-        return dims, ()
-    n = ndim - len(fixed)
-    if n < 0:
-        raise RearrError(f"the pattern needs at least {len(fixed)} dimensions, the tensor has {ndim}", code="RA304",
-                         pattern=text, col=0, hint="pass a tensor with more dimensions, or name fewer axes")
-    names = tuple(f"{ELLIPSIS}{i}" for i in range(n))
-    out: list[Dim] = []
-    for d in dims:
-        if ELLIPSIS in d.names:
-            out.extend(Dim((name,), d.col) for name in names)
-        else:
-            out.append(d)
-    return tuple(out), names
-
-
-def _expand_names(names: tuple[str, ...], ellipsis_axes: tuple[str, ...]) -> tuple[str, ...]:
-    out: list[str] = []
-    for n in names:
-        out.extend(ellipsis_axes if n == ELLIPSIS else (n,))
-    return tuple(out)
-
-
-def _expand_out(dims: tuple[Dim, ...], ellipsis_axes: tuple[str, ...]) -> tuple[Dim, ...]:
-    out: list[Dim] = []
-    for d in dims:
-        if d.names == (ELLIPSIS,) and not d.group:
-            out.extend(Dim((n,), d.col) for n in ellipsis_axes)
-        else:
-            out.append(Dim(_expand_names(d.names, ellipsis_axes), d.col))
-    return tuple(out)
-
-
-class _Lengths:
-    """Known axis lengths with where each came from (for errors and explain)."""
-
-    def __init__(self, recipe: Recipe) -> None:
-        self.recipe = recipe
-        self.value: dict[str, int] = {}
-        self.source: dict[str, str] = {}
-
-    def set(self, name: str, value: int, source: str, col: int | None) -> None:
-        if name in self.value and self.value[name] != value:
-            raise _err(self.recipe, "RA303",
-                       f"axis {_show(name)} has length {self.value[name]} ({self.source[name]}) "
-                       f"but {value} ({source})", col,
-                       "make the lengths agree, or leave one of them out to infer it")
-        if name not in self.value:
-            self.value[name] = value
-            self.source[name] = source
-
-    def solve(self, dim: Dim, size: int, where: str) -> None:
-        """Lengths of the axes of one dimension of the given size; at most one unknown."""
-        recipe = self.recipe
-        unknown = [n for n in dim.names if n not in self.value]
-        known = math.prod(self.value[n] for n in dim.names if n in self.value)
-        if not dim.names:
-            if size != 1:
-                raise _err(recipe, "RA303", f"{where} has length {size}, but the pattern has a unit axis there",
-                           dim.col, "name the axis instead of '1' or '()'")
-            return
-        if not unknown:
-            if known != size:
-                expr = " * ".join(f"{_show(n)}={self.value[n]}" for n in dim.names)
-                raise _err(recipe, "RA303", f"{where} has length {size}, but {expr} makes {known}", dim.col,
-                           "fix the length keywords, or leave one out to infer it")
-            return
-        if len(unknown) > 1:
-            raise _err(recipe, "RA301", f"cannot infer both {_show(unknown[0])} and {_show(unknown[1])} "
-                       f"from {where} of length {size}", dim.col,
-                       f"pass the length of all but one axis of the group, e.g. {unknown[0]}=...")
-        if known == 0 or size % known:
-            names = " * ".join(_show(n) for n in dim.names if n in self.value)
-            raise _err(recipe, "RA302", f"{where} has length {size}, which {names} = {known} does not divide",
-                       dim.col, "fix the length keywords so that their product divides the dimension")
-        self.set(unknown[0], size // known, f"inferred: {where} / {known}" if known != 1 else where, dim.col)
-
-
-def _show(name: str) -> str:
-    if name.startswith(ELLIPSIS):
-        return f"...[{name[1:]}]"
-    anonymous = anonymous_length(name)
-    return repr(name) if anonymous is None else str(anonymous)
-
-
-def _resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...]):
-    """Expanded input/output dims and every axis length."""
-    (ins,), (outs,) = recipe.inputs, recipe.outputs
-    ins, ellipsis_axes = expand_ellipsis(recipe.text, ins, len(shape))
-    outs = _expand_out(outs, ellipsis_axes)
-    lens = _Lengths(recipe)
-    for name, value in recipe.anon:
-        lens.set(name, value, "anonymous axis", recipe.col(name))
-    index_names = set(recipe.index_names)
-    for name, value in lengths:
-        if name not in index_names:
-            value = value if symbolic(value) else check_length_value(recipe, name, value)
-            lens.set(name, value, "keyword", recipe.col(name))
-    for k, (dim, size) in enumerate(zip(ins, shape)):
-        lens.solve(dim, size, f"input dimension {k}")
-    return ins, outs, ellipsis_axes, lens
-
-
-def input_lengths(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...] = ()
-                  ) -> tuple[dict[str, int], tuple[str, ...]]:
-    """The axis lengths that the input's shape, the keywords and the anonymous axes give, before any index
-    shape is read; and the names of the axes that '...' stands for. explain infers index shapes from them."""
-    _, _, ellipsis_axes, lens = _resolve(recipe, known_shape(shape), lengths)
-    return dict(lens.value), ellipsis_axes
-
-
 def _specs(specs: tuple[IndexSpec, ...], ellipsis_axes: tuple[str, ...]) -> tuple[IndexSpec, ...]:
-    return tuple(IndexSpec(s.name, s.axis, _expand_names(s.axes, ellipsis_axes), s.col, s.declared) for s in specs)
+    return tuple(IndexSpec(s.name, s.axis, expand_names(s.axes, ellipsis_axes), s.col, s.declared) for s in specs)
 
 
 # --- planning ----------------------------------------------------------------
@@ -304,7 +156,7 @@ def plan(
             known_shape(index_shape, f"index {name!r}", name, col)
     except RearrError as e:
         raise e.with_context(pattern=recipe.text) from None
-    ins, outs, ellipsis_axes, lens = _resolve(recipe, shape, lengths)
+    ins, outs, ellipsis_axes, lens = resolve(recipe, shape, lengths)
     gathers, scatters = _specs(recipe.gathers, ellipsis_axes), _specs(recipe.scatters, ellipsis_axes)
     if into_shape is not None:
         _into_lengths(recipe, outs, into_shape, lens)
@@ -312,9 +164,7 @@ def plan(
     in_axes = [n for d in ins for n in d.names]
     out_axes = [n for d in outs for n in d.names]
     for name in out_axes:
-        if name not in lens.value:
-            raise _err(recipe, "RA301", f"the length of output axis {_show(name)} is unknown", recipe.col(name),
-                       f"pass it as a keyword, e.g. {name}=10" + (", or pass into=" if recipe.op == "scatter" else ""))
+        lens.need(name, "output axis", recipe.col(name), ", or pass into=" if recipe.op == "scatter" else "")
     size = lens.value.__getitem__
     track = _Tracker(shape)
     out_shape = tuple(math.prod(size(n) for n in d.names) for d in outs)
@@ -410,7 +260,7 @@ def _transform_steps(
         track.expand(tuple(length for _, length in units))
 
 
-def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], lens: _Lengths) -> tuple[IndexUse, ...]:
+def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], lens: Lengths) -> tuple[IndexUse, ...]:
     uses = []
     for spec in specs:
         shape = shapes.get(spec.name)
@@ -431,10 +281,8 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
                            spec.col, _index_hint(recipe, spec, shape, axis, n, known=lens.value))
             lens.set(axis, n, f"index {spec.name}", spec.col)
     for spec in specs:
-        if spec.axis not in lens.value:
-            raise _err(recipe, "RA301", f"the length of axis {_show(spec.axis)} is unknown", spec.col - 1,
-                       f"pass it as a keyword, e.g. {spec.axis}=10, or pass into=")
-        uses.append(IndexUse(spec.name, spec.axis, lens.value[spec.axis], spec.axes, shapes[spec.name], spec.col))
+        n = lens.need(spec.axis, "axis", spec.col - 1, ", or pass into=")
+        uses.append(IndexUse(spec.name, spec.axis, n, spec.axes, shapes[spec.name], spec.col))
     return tuple(uses)
 
 
@@ -525,12 +373,11 @@ def _with_axes(recipe: Recipe, spec: IndexSpec, axes: list[str]) -> str:
     return out
 
 
-def _into_lengths(recipe: Recipe, outs: tuple[Dim, ...], into_shape: tuple[int, ...], lens: _Lengths) -> None:
+def _into_lengths(recipe: Recipe, outs: tuple[Dim, ...], into_shape: tuple[int, ...], lens: Lengths) -> None:
     if len(into_shape) != len(outs):
         raise _err(recipe, "RA304", f"into= has {len(into_shape)} dimensions, the output has {len(outs)}",
                    recipe.outputs[0][0].col if recipe.outputs[0] else None, "pass into= with the output's shape")
-    for k, (dim, n) in enumerate(zip(outs, into_shape)):
-        lens.solve(dim, n, f"dimension {k} of into=")
+    lens.solve([(dim, n, f"dimension {k} of into=") for k, (dim, n) in enumerate(zip(outs, into_shape))])
 
 
 def _plan_indexing(recipe, track, in_axes, out_axes, gathers, scatters, lens, into_shape) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numbers
 import operator
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 from .._record import Record
@@ -429,15 +430,24 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     return Recipe(op, text, reduction, (ins,), (outs,), tuple(anon.items()), gathers, scatters, tuple(cols.items()))
 
 
-def _check_inferable(text: str, ins: tuple[Dim, ...], known: set[str]) -> None:
-    """An input group can give the length of one unknown axis, never two: fails whatever the shape."""
-    for dim in ins:
-        unknown = [n for n in dim.names if n not in known]
+def _check_inferable(text: str, dims: Sequence[Dim], known: set[str]) -> None:
+    """An input group gives the length of one axis that nothing else gives (a keyword, another input
+    dimension), never of two: fails whatever the shapes."""
+    dims_of = Counter(n for d in dims for n in set(d.names))  # how many dimensions hold each axis
+    for dim in dims:
+        unknown = [n for n in dim.names if n not in known and dims_of[n] == 1]
         if len(unknown) > 1:
-            names = ", ".join(map(repr, unknown[:-1])) + f" and {unknown[-1]!r}"
-            both = "both " if len(unknown) == 2 else ""
-            raise _err(text, "RA301", f"cannot infer {both}{names} from one input dimension",
-                       dim.col, f"pass the length of all but one axis of the group, e.g. {unknown[0]}=...")
+            raise two_unknowns(text, unknown, dim.col)
+
+
+def two_unknowns(text: str, unknown: Sequence[str], col: int | None, where: str = "one input dimension",
+                 example: str | None = None) -> RearrError:
+    """RA301 for a group with two axes or more whose lengths nothing gives, in one wording: found here
+    from the pattern alone, or by the length solver (planning/lengths.py) from the shapes."""
+    names = ", ".join(map(repr, unknown[:-1])) + f" and {unknown[-1]!r}"
+    both = "both " if len(unknown) == 2 else ""
+    return _err(text, "RA301", f"cannot infer {both}{names} from {where}", col,
+                f"pass the length of all but one axis of the group, e.g. {example or unknown[0] + '=...'}")
 
 
 def _unused_keyword(text: str, name: str, known: set[str], given: tuple[str, ...]) -> RearrError:
@@ -633,6 +643,7 @@ def _einsum_words(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
     for name in length_names:
         if name not in known or name == ELLIPSIS:
             raise _unused_keyword(text, name, known, length_names)
+    _check_inferable(text, [d for dims in sides[:-1] for d in dims], set(length_names))
     return Recipe("einsum", text, None, tuple(sides[:-1]), (sides[-1],), (), cols=tuple(cols.items()))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..backends import _BY_TYPE, backend_for
 from ..errors import RearrError
-from ..planning import planner
+from ..planning.lengths import known_shape
 from ..rules import arguments, recipe
 from .cache import CAREFUL, DIRECT, EINSUM_PAIRS, PLAIN, direct_key, int_items
 
@@ -184,7 +184,7 @@ def tensor_and_backend(tensor: Any) -> tuple[Any, Any]:
         if not same_shape or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
             for k, t in enumerate(tensor):  # nan != nan: an unknown length is RA304, not "shapes differ"
                 if backend.accepts(t):
-                    planner.known_shape(t.shape, f"list item {k}")
+                    known_shape(t.shape, f"list item {k}")
             raise RearrError("a list input must hold tensors of one library, shape and device",
                              code="RA500", shape=tuple(tuple(getattr(t, "shape", ())) for t in tensor),
                              hint="stack only equal-shaped tensors of the same kind")

@@ -10,6 +10,7 @@ from typing import Any
 from ..backends import backend_for, compile_steps
 from ..errors import RearrError
 from ..planning import planner
+from ..planning.lengths import known_shape
 from ..planning.plan import AdvancedIndex, GatherAlong, IndexEnv, ScatterAlong
 from ..rules import recipe
 from . import cache
@@ -25,7 +26,7 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
     into_shape = None
     if into is not None:
         check_into(into, x, backend)
-        into_shape = planner.known_shape(into.shape, "into=", "into")
+        into_shape = known_shape(into.shape, "into=", "into")
     uses, program, natively_checked, unchecked = program_of(op, x, backend, pattern, reduction, kwargs,
                                                             into_shape, check_bounds)
     indices: dict[str, Any] = {}

@@ -10,9 +10,9 @@ from typing import Any
 from ..backends import backend_for
 from ..errors import RearrError
 from ..planning import parse_shape as parse_shape_rule
-from ..planning import planner
+from ..planning.lengths import known_shape, length_of, unknown_length, unknown_lengths
 from ..planning.plan import Reshape
-from ..rules import recipe
+from ..rules import arguments, recipe
 from .call import shape_of, tensor_and_backend
 
 
@@ -29,7 +29,7 @@ def pack(tensors: Sequence[Any], pattern: str) -> tuple[Any, list[tuple[int, ...
             if backend_for(t) is not backend:
                 raise RearrError(f"tensor {i} is a {type(t).__name__}, tensor 0 a {type(tensors[0]).__name__}",
                                  code="RA500", pattern=pattern, hint="pack tensors of one library")
-            shape = planner.known_shape(t.shape, f"tensor {i}")
+            shape = known_shape(t.shape, f"tensor {i}")
             if len(shape) < before + after:
                 raise RearrError(f"tensor {i} has {len(shape)} dimensions, the pattern needs at least "
                                  f"{before + after}", code="RA304", pattern=pattern, col=0,
@@ -53,7 +53,7 @@ def unpack(tensor: Any, packed_shapes: Iterable[Sequence[int]], pattern: str) ->
     try:
         before, after = _pack_split(pattern, "unpack")
         backend = backend_for(tensor)
-        shape = planner.known_shape(tensor.shape, "the tensor")
+        shape = known_shape(tensor.shape, "the tensor")
         if len(shape) != before + after + 1:
             raise RearrError(f"the tensor has {len(shape)} dimensions, the pattern {before + after + 1}",
                              code="RA304", pattern=pattern, col=0, hint="unpack the tensor that pack made")
@@ -84,7 +84,7 @@ def _packed_shapes(packed_shapes: object, total: int, pattern: str) -> list[tupl
                              hint=f"write it as a tuple, e.g. ({s!r},)" if _is_length(s) else fix)
         shape = list(s)
         for j, n in enumerate(shape):
-            if planner.symbolic(n):  # what pack returned under torch.compile's dynamic shapes
+            if arguments.symbolic(n):  # what pack returned under torch.compile's dynamic shapes
                 continue
             if not _is_length(n) and not (_is_int(n) and n == -1):
                 raise RearrError(f"packed shape {k} is {tuple(shape)}: {n!r} is not a length (an int >= 0, or "
@@ -94,7 +94,7 @@ def _packed_shapes(packed_shapes: object, total: int, pattern: str) -> list[tupl
                     raise RearrError("more than one -1 in the packed shapes: the lengths cannot be inferred",
                                      code="RA301", pattern=pattern, hint="write out all lengths but one")
                 unknown = (k, j)
-        shapes.append([planner.length_of(n) for n in shape])
+        shapes.append([length_of(n) for n in shape])
     known = sum(_prod(s) for k, s in enumerate(shapes) if unknown is None or k != unknown[0])
     if unknown is not None:
         k, j = unknown
@@ -121,13 +121,13 @@ def _is_length(n: object) -> bool:
 def _reshape(backend: Any, t: Any, shape: tuple[int, ...]) -> Any:
     """Through the backend's reshape step: Array API arrays have no .reshape method."""
     # A torch.SymInt stays symbolic under torch.compile: int() would specialize the graph to one length.
-    return backend.STEPS[Reshape](Reshape(tuple(planner.length_of(n) for n in shape)))(t, None)
+    return backend.STEPS[Reshape](Reshape(tuple(length_of(n) for n in shape)))(t, None)
 
 
 def _prod(shape: Iterable[int]) -> int:
     out = 1
     for n in shape:
-        out *= planner.length_of(n)
+        out *= length_of(n)
     return out
 
 
@@ -160,9 +160,9 @@ def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
         result: dict[str, int] = {}
         for k, name, want, col in parse_shape_rule.layout(pattern, len(shape)):
             n = shape[k]  # a skipped dimension ('_', '...') may stay unknown
-            if planner.unknown_length(n):
-                raise planner.unknown_lengths(f"dimension {k} of the input's shape {shape} is unknown", col=col)
-            n = planner.length_of(n)
+            if unknown_length(n):
+                raise unknown_lengths(f"dimension {k} of the input's shape {shape} is unknown", col=col)
+            n = length_of(n)
             if name is not None:
                 result[name] = n
             elif n != want:

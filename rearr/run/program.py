@@ -8,7 +8,7 @@ from typing import Any
 
 from ..backends import compile_plan
 from ..planning import planner
-from ..rules import recipe
+from ..rules import arguments, recipe
 from . import cache
 
 
@@ -60,7 +60,7 @@ def analyze(text: str, op: str, reduction: object, names: tuple) -> recipe.Recip
 def length_value(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
     """A keyword that is not a plain int: an index as it is, a length as the int it stands for (or
     torch.compile's symbolic length), else the RearrError."""
-    if planner.symbolic(value):  # torch.compile's dynamic length, e.g. c=x.shape[1] * 2
+    if arguments.symbolic(value):  # torch.compile's dynamic length, e.g. c=x.shape[1] * 2
         return value
     r = analyze(pattern, op, reduction, tuple(sorted(kwargs)))
     return value if name in r.index_names else recipe.check_length_value(r, name, value)

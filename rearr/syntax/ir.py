@@ -58,11 +58,11 @@ class Group(Record):
     col: int
 
 
-Dim = Axis | Anon | Ellipsis | Group | Star | Skip
+Entry = Axis | Anon | Ellipsis | Group | Star | Skip  # one dimension as written (rules.recipe.Dim: its axes)
 
 
 class Operand(Record):
-    dims: tuple[Dim, ...]
+    dims: tuple[Entry, ...]
     col: int  # where the operand starts (or would start, when empty)
 
 

@@ -20,9 +20,10 @@ from typing import Any
 
 from .. import backends
 from .._record import Record
-from ..backends._code import Names as CodeNames
+from ..backends._code import CodeNames
 from ..errors import RearrError, nearest
 from ..planning import planner
+from ..planning.lengths import index_shapes
 from ..planning.plan import (
     AdvancedIndex,
     Expand,
@@ -290,23 +291,8 @@ def _as_shape(value: object, what: str) -> tuple[int, ...]:
 
 
 def _index_shapes(r: recipe.Recipe, shape, lengths, given: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
-    """Each index's shape: as given, or from the lengths of its axes."""
-    missing = [s for s in r.gathers + r.scatters if s.name not in given]
-    if not missing:
-        return given
-    # The planner infers the lengths (and raises its own errors) on the input side alone.
-    known, ellipsis = planner.input_lengths(r, shape, lengths)
-    out = dict(given)
-    for spec in missing:
-        axes = [a for n in spec.axes for a in (ellipsis if n == recipe.ELLIPSIS else (n,))]
-        unknown = [a for a in axes if a not in known]
-        if unknown:
-            raise RearrError(f"the shape of index {spec.name!r} is unknown: the length of {_show_axis(unknown[0])} "
-                             f"is not known", code="RA301", pattern=r.text, col=spec.col,
-                             hint=f"pass its shape, e.g. {spec.name}=(...) with one length per axis "
-                             f"({' '.join(_show_axis(a) for a in axes)}), or the length, e.g. {unknown[0]}=4")
-        out[spec.name] = tuple(known[a] for a in axes)
-    return out
+    """Each index's shape: as given, or from the lengths of its axes (the length solver's)."""
+    return index_shapes(r, shape, lengths, given)
 
 
 def _fresh(base: str, used: set[str], sep: str = "") -> str:
