@@ -44,7 +44,7 @@ def test_the_changelog_has_the_version_and_an_unreleased_section():
 
 def test_user_extras_name_ranges():
     for extra, requirements in PROJECT["optional-dependencies"].items():
-        if extra in ("test", "release"):
+        if extra in ("test", "release", "docs"):  # the project's own tool chains, pinned for a steady CI
             continue
         for requirement in requirements:
             assert ">=" in requirement and "==" not in requirement and "<" not in requirement, (extra, requirement)
