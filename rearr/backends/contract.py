@@ -95,8 +95,6 @@ class Backend:
     CODE: ClassVar[Mapping[type, CodeTemplate] | None] = None
     # Whether gather and scatter 'set' move dtypes that are not numbers (rearr.planning.policy).
     INDEXES_OTHER: ClassVar[bool] = False
-    # Step kinds whose native call refuses every out-of-range index value itself (see checks_natively).
-    NATIVE_CHECKS: ClassVar[frozenset[type]] = frozenset()
     # Whether ready_index can say yes: indexed calls seen before then run from rearr.run.cache.DIRECT.
     READY_INDEXES: ClassVar[bool] = False
     # Whether einsum runs a two-operand (batched) matrix product as the plan's permutes and reshapes
@@ -108,13 +106,14 @@ class Backend:
         """Bind the framework (the registry calls this once, when its first tensor arrives): a module
         with templates does not import its framework at its top, so that explain can read them."""
 
-    def checks_natively(self, t: Any) -> bool:
-        """Whether the native calls of NATIVE_CHECKS may check index t themselves (e.g. not when traced)."""
+    def checks_step_natively(self, step: object) -> bool:
+        """Whether this step's native call refuses every out-of-range value of its index itself, each
+        value against the axis it indexes (by its kind, or by the lowering its sizes choose). Never a
+        step that reads flat row positions: a bad row there lands in the neighbouring batch."""
         return False
 
-    def checks_step_natively(self, step: object) -> bool:
-        """Whether this step's native call refuses every bad value of its index, besides NATIVE_CHECKS
-        (a lowering chosen by the step's sizes)."""
+    def checks_natively(self, t: Any) -> bool:
+        """Whether those native calls may check index tensor t themselves (e.g. not when traced)."""
         return False
 
     def ready_index(self, t: object, like: Any) -> bool:
@@ -142,7 +141,7 @@ REQUIRED: tuple[str, ...] = ("accepts", "stack", "concat", "einsum", "matmul", "
                              "dtype_kind", "dtype_range", "itemsize", "to_numpy")
 OPTIONAL: tuple[str, ...] = ("load", "checks_natively", "checks_step_natively", "ready_index", "check_into",
                              "unusual", "program")
-ATTRIBUTES: tuple[str, ...] = ("name", "STEPS", "TENSOR", "CODE", "INDEXES_OTHER", "NATIVE_CHECKS", "READY_INDEXES",
+ATTRIBUTES: tuple[str, ...] = ("name", "STEPS", "TENSOR", "CODE", "INDEXES_OTHER", "READY_INDEXES",
                                "EINSUM_MATMUL")
 
 

@@ -435,7 +435,7 @@ class DaskBackend(NumpyBackend):
     indexed path (an index may be a lazy dask array). numpy's dtype questions hold as they are."""
 
     name = name
-    STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, frozenset(), False
+    STEPS, CODE, INDEXES_OTHER, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, False
     accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
     matmul, EINSUM_MATMUL = staticmethod(matmul), EINSUM_MATMUL
     convert_index, check_index = map(staticmethod, (convert_index, check_index))

@@ -224,11 +224,10 @@ def code_reduce(step: Reduce, before, n: CodeNames) -> list[str]:
 # -n <= i < n, negative values counting from the end, and raises IndexError for any other value
 # (see rearr.run.indexed.run). Not the row steps, nor a large ScatterAlong: they index flat positions,
 # where a bad value lands in the neighbouring row.
-NATIVE_CHECKS = frozenset({GatherAlong, AdvancedIndex})
 
 
 def checks_natively(t: np.ndarray) -> bool:
-    """Whether the native calls may check index t (NATIVE_CHECKS): always, on numpy."""
+    """Whether the native calls may check index t (checks_step_natively): always, on numpy."""
     return True
 
 
@@ -525,9 +524,10 @@ def _sums_by_axes(step: object) -> bool:
 
 
 def checks_step_natively(step: object) -> bool:
-    """Whether step's native call refuses every bad value of its index itself, besides NATIVE_CHECKS:
-    the small 'sum' along an axis (np.add.at on per-axis index arrays; see rearr.run.indexed.natively_checked)."""
-    return _sums_by_axes(step)
+    """Whether step's native call refuses every bad value of its index itself: take_along_axis and
+    x[idx], and the small 'sum' along an axis (np.add.at on per-axis index arrays); not the large
+    ScatterAlong, which writes flat positions (see rearr.run.indexed.natively_checked)."""
+    return isinstance(step, GatherAlong | AdvancedIndex) or _sums_by_axes(step)
 
 
 def _axis_grid(shape: tuple[int, ...], dim: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -657,7 +657,7 @@ class NumpyBackend(Backend):
     """numpy's hooks: the functions above (dask's backend is this one with what dask does differently)."""
 
     name = name
-    STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, True
+    STEPS, CODE, INDEXES_OTHER, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, True
     accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
     matmul, EINSUM_MATMUL = staticmethod(matmul), EINSUM_MATMUL
     convert_index, check_index, ready_index = map(staticmethod, (convert_index, check_index, ready_index))

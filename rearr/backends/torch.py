@@ -305,11 +305,13 @@ def code_reduce(step: Reduce, before, n: CodeNames) -> list[str]:
 # there, rearr's pre-check is left to them (see rearr.run.indexed.run). The value that torch
 # refuses, a negative one included, then runs again through check_index: rearr's RA501, or the
 # negative values counted from the end. Not the row steps: there a bad row lands in the next batch.
-NATIVE_CHECKS = frozenset({GatherAlong, ScatterAlong, AdvancedIndex})
+def checks_step_natively(step: object) -> bool:
+    """Whether step's native call refuses every bad value of its index itself (above)."""
+    return isinstance(step, GatherAlong | ScatterAlong | AdvancedIndex)
 
 
 def checks_natively(t: torch.Tensor) -> bool:
-    """Whether the native calls may check index t (NATIVE_CHECKS): an eager CPU tensor. A traced one
+    """Whether the native calls may check index t (checks_step_natively): an eager CPU tensor. A traced one
     keeps the check_index op in the graph, and CUDA reports a bad index as a device-side assert."""
     return t.__class__ is TENSOR and t.is_cpu and _tracing_state() is None
 
@@ -736,11 +738,12 @@ class TorchBackend(Backend):
     """torch's hooks: the functions above."""
 
     name = name
-    STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, NATIVE_CHECKS, True
+    STEPS, CODE, INDEXES_OTHER, READY_INDEXES = STEPS, CODE, INDEXES_OTHER, True
     accepts, stack, concat, einsum, to_numpy = map(staticmethod, (accepts, stack, concat, einsum, to_numpy))
     matmul, EINSUM_MATMUL = staticmethod(matmul), EINSUM_MATMUL
     convert_index, check_index, ready_index = map(staticmethod, (convert_index, check_index, ready_index))
     checks_natively, check_into, unusual = map(staticmethod, (checks_natively, check_into, unusual))
+    checks_step_natively = staticmethod(checks_step_natively)
     dtype_kind, dtype_range, itemsize = map(staticmethod, (dtype_kind, dtype_range, itemsize))
 
     def load(self) -> None:

@@ -5,7 +5,7 @@ rank, so torch.compile runs it once, as a constant."""
 from __future__ import annotations
 
 from ..rules import recipe
-from .planner import expand_ellipsis
+from .lengths import expand_ellipsis
 
 
 def layout(pattern: str, ndim: int) -> tuple[tuple[int, str | None, int, int], ...]:

@@ -126,11 +126,11 @@ def compile_indexed(
 
 
 def natively_checked(p: Any, backend: Any) -> frozenset[str]:
-    """The indexes that only the backend's NATIVE_CHECKS steps (or those checks_step_natively names)
+    """The indexes that only steps whose native call checks them (backend.checks_step_natively)
     read, each term the whole coordinate of one axis of its own length: the native call refuses a bad
     value there, so rearr need not look at the values first. Not under 'set', whose duplicate check
     must see the values counted from the end."""
-    kinds, checks_step = backend.NATIVE_CHECKS, backend.checks_step_natively
+    checks_step = backend.checks_step_natively
     native, other = set(), set()
     for k, step in enumerate(p.steps):
         if isinstance(step, GatherAlong | ScatterAlong):
@@ -142,7 +142,7 @@ def natively_checked(p: Any, backend: Any) -> frozenset[str]:
             other.update(t.index for t in getattr(step, "terms", ()))
             continue
         for dim, term in axes.items():
-            by_native_call = type(step) in kinds or checks_step(step)
+            by_native_call = checks_step(step)
             ok = (by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
                   and getattr(step, "reduction", None) != "set")
             (native if ok else other).add(term.index)
