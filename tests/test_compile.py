@@ -366,15 +366,6 @@ print(counter.frame_count)
     assert run.stdout.split()[-1] == "1"
 
 
-def test_the_docs_example_runs():
-    """docs/torch_compile.md's example, as a user would paste it."""
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "docs" / "torch_compile.md").read_text()
-    code = text.split("```python\n", 1)[1].split("```", 1)[0]
-    exec(compile(code, "docs/torch_compile.md", "exec"), {})
-
-
 def test_dynamic_shapes_through_list_input_pack_parse_shape_and_two_indices():
     cases = [
         (lambda x, y: rearr.rearrange([x, y], "s b c -> b (s c)"), lambda n: (torch.randn(n, 3), torch.randn(n, 3))),

@@ -334,20 +334,3 @@ def test_layers_compile_with_fullgraph():
     assert torch._dynamo.explain(model)(x).graph_break_count == 0
     compiled = torch.compile(model, backend="eager", fullgraph=True)
     torch.testing.assert_close(compiled(x), model(x))
-
-
-def test_layers_page_examples():
-    """Every `>>>` example in docs/layers.md holds (as docs/language.md's do, in test_examples.py)."""
-    import doctest
-    from pathlib import Path
-
-    from _markdown import python_blocks as _python_blocks  # the same reading of a Markdown page (line numbers kept)
-
-    page = Path(__file__).resolve().parents[1] / "docs" / "layers.md"
-    text = _python_blocks(page.read_text(encoding="utf-8"))
-    test = doctest.DocTestParser().get_doctest(text, {}, "docs/layers.md", str(page), 0)
-    assert len(test.examples) > 15, "the page's examples were not found"
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    failures: list[str] = []
-    runner.run(test, out=failures.append)
-    assert runner.failures == 0, "".join(failures)

@@ -227,22 +227,6 @@ def test_the_registry_imports_no_framework():
     assert done.returncode == 0, done.stderr
 
 
-def test_the_backend_docs_examples_hold():
-    import doctest
-    from pathlib import Path
-
-    from _markdown import python_blocks as _python_blocks
-
-    path = Path(__file__).resolve().parents[2] / "docs" / "backends.md"
-    test = doctest.DocTestParser().get_doctest(_python_blocks(path.read_text(encoding="utf-8")), {},
-                                               "docs/backends.md", str(path), 0)
-    assert test.examples, "docs/backends.md lost its examples"
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
-    failures: list[str] = []
-    runner.run(test, out=failures.append)
-    assert runner.failures == 0, "".join(failures)
-
-
 def test_explaining_first_then_running_binds_the_framework():
     """explain imports a backend module without its framework; the first real tensor then loads it."""
     code = ("import sys, rearr; rearr.explain('a b -> b a', (2, 3)); "

@@ -243,22 +243,6 @@ def test_local_cluster_of_worker_processes() -> None:
         assert e.value.code == "RA501" and e.value.hint.startswith("index values must lie in")
 
 
-def test_docs_backends_examples() -> None:
-    """docs/backends.md's examples hold (doctest), so the chunk rules it states cannot drift."""
-    import doctest
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "docs" / "backends.md"
-    text = "\n".join(line if not line.startswith("```") else "" for line in path.read_text(encoding="utf-8")
-                     .splitlines())
-    test = doctest.DocTestParser().get_doctest(text, {}, "docs/backends.md", str(path), 0)
-    assert len(test.examples) >= 15
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    failures: list[str] = []
-    runner.run(test, out=failures.append)
-    assert runner.failures == 0, "".join(failures)
-
-
 def test_unknown_chunk_sizes() -> None:
     """After boolean indexing, dask does not know the lengths (NaN): a RearrError whose fix works."""
     x = da.from_array(np.arange(12.0), chunks=5)

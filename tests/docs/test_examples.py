@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import doctest
 import os
 import re
 import shutil
@@ -18,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from _markdown import python_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -123,20 +121,3 @@ def test_readme_run_command_in_a_fresh_venv(tmp_path: Path):
                           text=True, timeout=900)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.stdout.rstrip().endswith("ok"), done.stdout[-1000:]
-
-
-# --- docs/language.md --------------------------------------------------------------
-
-
-def test_language_reference_examples():
-    text = python_blocks(LANGUAGE.read_text(encoding="utf-8"))
-    sys.path.insert(0, str(ROOT))
-    try:
-        test = doctest.DocTestParser().get_doctest(text, {}, "docs/language.md", str(LANGUAGE), 0)
-        assert len(test.examples) > 100, "the reference's examples were not found"
-        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-        failures = []
-        runner.run(test, out=failures.append)
-        assert runner.failures == 0, "".join(failures)
-    finally:
-        sys.path.remove(str(ROOT))
