@@ -511,8 +511,9 @@ def scatterrows(step: ScatterRows):
             return base.scatter_reduce(0, idx, x, native, include_self=True)
         if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
             return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, idx, x, native, include_self=False)
-        out = fresh(x.new_full((rows, width), _identity(reduction, x)), "scatter_reduce", 0, idx, x, native,
-                    include_self=True)
+        if reduction != "prod":
+            return _autograd.ScatterExtremum.apply(x, flat, 0, (rows, width), native, fill)[0]
+        out = fresh(x.new_ones((rows, width)), "scatter_reduce", 0, idx, x, native, include_self=True)  # prod
         hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
         return out.masked_fill(~hit[:, None], fill)  # out of place: the backward reads out
 
@@ -521,10 +522,11 @@ def scatterrows(step: ScatterRows):
 
 def _training(x: torch.Tensor, base: torch.Tensor | None) -> bool:
     """Whether a scatter records a backward. Then mean, max, min and prod take the lowerings whose
-    backward is cheaper (sums over counts; the reduction's identity as base, include_self=True, and a
-    hit mask); without one, scatter_reduce's single call onto fill, the faster forward, whose values
-    are the same bitwise. torch.jit.trace gets the single call always: it checks a trace by tracing
-    again without grad, and the two graphs must agree."""
+    backward is cheaper: the sums over the counts; _autograd.ScatterExtremum for max and min; prod onto
+    ones with include_self=True (no extra pass over the index) and a hit mask for fill. Without one,
+    scatter_reduce's single call onto fill, the faster forward, whose values are the same bitwise.
+    torch.jit.trace gets the single call always: it checks a trace by tracing again without grad, and
+    the two graphs must agree."""
     return torch.is_grad_enabled() and (x.requires_grad or base is not None and base.requires_grad) \
         and _tracing_state() is None
 
@@ -545,17 +547,6 @@ def _add_rows(base: torch.Tensor | None, fresh: Callable, flat: torch.Tensor, x:
 _HALF: frozenset = frozenset()
 
 
-def _identity(reduction: str, x: torch.Tensor) -> object:
-    """The value that max / min / prod leaves unchanged, which a scatter_reduce with include_self=True
-    starts from: the values of include_self=False without its extra pass over the index, and a base
-    that ties with a source only where the result is that infinity itself, where include_self=False
-    onto fill counted fill as a tie whenever it equalled the result (halving the sources' gradient).
-    An input of -inf is a value under max, never an empty place (the hit mask tells those)."""
-    if reduction == "prod":
-        return 1
-    return -math.inf if reduction == "max" else math.inf  # a tensor that records a backward is a float
-
-
 def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Tensor:
     """A scatter's mean from its fresh sums and counts (both in x's dtype, as scatter_reduce counts), in
     place; fill where nothing landed (fill None: into= gave every position a value, counted once more).
@@ -569,7 +560,8 @@ def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Ten
 
 
 def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training)."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training), or
+    (n.grad) on one that records a backward."""
     pre, flat = _row_positions_code(step.terms, step.space, n)
     x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
     if r == "set":
@@ -577,17 +569,46 @@ def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
                       f"{x} = {x}.new_full(({rows}, {width}), 0).index_copy_(0, {flat}, {x})"]
     if r == "sum":
         return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
-    return pre + [_training_note(r),
-                  f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
-                  f".expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    idx = f"{_code.paren(flat)}[:, None].expand({args(before.shape)})"
+    if not n.grad:
+        return pre + [_training_note(r), f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {idx}, {x}, "
+                      f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    if r == "mean":
+        return pre + [_HALF_NOTE, f"{n.sums} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})",
+                      f"{n.counts} = {x}.new_zeros({rows}).index_add_(0, {flat}, "
+                      f"{x}.new_ones(()).expand({before.shape[0]}))",
+                      f"{x} = {n.sums} / {n.counts}.clamp(min=1)[:, None]"]
+    hit = f"{n.hit} = torch.zeros({rows}, dtype=torch.bool, device={x}.device).index_fill_(0, {flat}, True)"
+    return pre + _training_code(r, n, f"({rows}, {width})", 0, idx, hit, f"~{n.hit}[:, None]")
+
+
+_HALF_NOTE = "# float16 / bfloat16 keep scatter_reduce's mean, as without a backward"
 
 
 def _training_note(reduction: str) -> str:
     """The comment explain prints above a mean / max / min / prod scatter: what runs under autograd."""
     if reduction == "mean":
-        return "# under autograd (not float16 / bfloat16): the sums divided by the counts (a cheaper backward)"
-    start = {"max": "-inf", "min": "+inf", "prod": "1"}[reduction]
-    return f"# under autograd: onto {start} with include_self=True, then fill where nothing lands (a cheaper backward)"
+        what = "the sums divided by the counts"
+    else:
+        what = f"onto {_START[reduction]} with include_self=True, then fill where nothing lands"
+    return f"# a source that requires grad runs {what}: explain(..., requires_grad=True) prints it"
+
+
+_START = {"max": "-inf", "min": "+inf", "prod": "1"}
+
+
+def _training_code(r: str, n: Names, shape: str, dim: int, idx: str, hit: str, empty: str) -> list[str]:
+    """The lines of a max / min / prod scatter that records a backward: onto the reduction's identity
+    with include_self=True, the hit mask, fill (0) where nothing lands; out of place, as the backward
+    of scatter_reduce reads its result."""
+    x = n.x
+    start = {"max": 'float("-inf")', "min": 'float("inf")', "prod": "1"}[r]
+    lines = [hit, f"{x} = {x}.new_full({shape}, {start}).scatter_reduce_({dim}, {idx}, {x}, "
+             f"\"{_common.SCATTER_NATIVE[r]}\", include_self=True)", f"{x} = {x}.masked_fill({empty}, 0)"]
+    if r == "prod":
+        return lines
+    return [f"# the backward is rearr's own: the k sources equal to a result share its gradient, 1/k each "
+            f"(torch's of these lines counts the {_START[r]} start too where all k are {_START[r]})"] + lines
 
 
 def scatteralong(step: ScatterAlong):
@@ -631,8 +652,9 @@ def scatteralong(step: ScatterAlong):
             return fresh(x.new_zeros(*shape), "scatter_add", dim, idx, x)
         if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
             return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
-        out = fresh(x.new_full(shape, _identity(reduction, x)), "scatter_reduce", dim, idx, x, native,
-                    include_self=True)
+        if reduction != "prod":
+            return _autograd.ScatterExtremum.apply(x, idx, dim, shape, native, env.fill)[0]
+        out = fresh(x.new_ones(shape), "scatter_reduce", dim, idx, x, native, include_self=True)  # prod
         hit = fresh(torch.zeros(shape, dtype=torch.bool, device=x.device), "scatter", dim, idx, True)
         return out.masked_fill(~hit, env.fill)  # out of place: the backward reads out
 
@@ -675,8 +697,8 @@ def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torc
 
 
 def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
-    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training); its
-    kept-zeros branch computes the same, one call fewer."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training), or
+    (n.grad) on one that records a backward; its kept-zeros branch computes the same, one call fewer."""
     x, dim, shape, r = n.x, step.dim, step.shape, step.reduction
     idx = _term_code(step.term, n)
     if step.term.shape != step.src_shape:
@@ -686,8 +708,18 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
                 f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
     if r == "sum":
         return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
-    return [_training_note(r), f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
-            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    if not n.grad:
+        return [_training_note(r), f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
+                f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    pre = [] if idx.isidentifier() else [f"{n.flat} = {idx}"]  # used more than once below
+    idx = idx if idx.isidentifier() else n.flat
+    if r == "mean":
+        return pre + [_HALF_NOTE, f"{n.sums} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})",
+                      f"{n.counts} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, "
+                      f"{x}.new_ones(()).expand({args(step.src_shape)}))",
+                      f"{x} = {n.sums} / {n.counts}.clamp(min=1)"]
+    hit = f"{n.hit} = torch.zeros({tup(shape)}, dtype=torch.bool, device={x}.device).scatter_({dim}, {idx}, True)"
+    return pre + _training_code(r, n, tup(shape), dim, idx, hit, f"~{n.hit}")
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, env: IndexEnv) -> torch.Tensor:
