@@ -570,19 +570,28 @@ def code_scatterrows(step: ScatterRows, before, n: Names) -> list[str]:
     if r == "sum":
         return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
     idx = f"{_code.paren(flat)}[:, None].expand({args(before.shape)})"
+    return pre + _reduce_code(r, n, f"({rows}, {width})", 0, idx, f"index_add_(0, {flat}, {{}})", f"({rows},)",
+                              str(before.shape[0]), "[:, None]", f"index_fill_(0, {flat}, True)")
+
+
+def _reduce_code(r: str, n: Names, shape: str, dim: int, idx: str, add: str, count_shape: str, ones: str,
+                 per_row: str, hit: str) -> list[str]:
+    """A mean / max / min / prod scatter onto a fresh tensor of shape: the single scatter_reduce onto 0,
+    or (n.grad) what runs under autograd. add: the call that adds its argument at the positions
+    (index_add_ of rows, scatter_add_ along dim); count_shape, ones: the shapes of the counts and of
+    the ones they add; per_row: the counts' view against the sums; hit: the call that marks the
+    positions in a bool tensor of count_shape."""
+    x = n.x
     if not n.grad:
-        return pre + [_training_note(r), f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {idx}, {x}, "
-                      f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+        return [_training_note(r), f"{x} = {x}.new_full({shape}, 0).scatter_reduce_({dim}, {idx}, {x}, "
+                f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
     if r == "mean":
-        return pre + [_HALF_NOTE, f"{n.sums} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})",
-                      f"{n.counts} = {x}.new_zeros({rows}).index_add_(0, {flat}, "
-                      f"{x}.new_ones(()).expand({before.shape[0]}))",
-                      f"{x} = {n.sums} / {n.counts}.clamp(min=1)[:, None]"]
-    hit = f"{n.hit} = torch.zeros({rows}, dtype=torch.bool, device={x}.device).index_fill_(0, {flat}, True)"
-    return pre + _training_code(r, n, f"({rows}, {width})", 0, idx, hit, f"~{n.hit}[:, None]")
-
-
-_HALF_NOTE = "# float16 / bfloat16 keep scatter_reduce's mean, as without a backward"
+        return ["# float16 / bfloat16 keep scatter_reduce's mean, as without a backward",
+                f"{n.sums} = {x}.new_zeros({shape}).{add.format(x)}",
+                f"{n.counts} = {x}.new_zeros({count_shape}).{add.format(f'{x}.new_ones(()).expand({ones})')}",
+                f"{x} = {n.sums} / {n.counts}.clamp(min=1){per_row}"]
+    mask = f"{n.hit} = torch.zeros({count_shape}, dtype=torch.bool, device={x}.device).{hit}"
+    return _training_code(r, n, shape, dim, idx, mask, f"~{n.hit}{per_row}")
 
 
 def _training_note(reduction: str) -> str:
@@ -708,18 +717,10 @@ def code_scatteralong(step: ScatterAlong, before, n: Names) -> list[str]:
                 f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
     if r == "sum":
         return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
-    if not n.grad:
-        return [_training_note(r), f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
-                f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
-    pre = [] if idx.isidentifier() else [f"{n.flat} = {idx}"]  # used more than once below
-    idx = idx if idx.isidentifier() else n.flat
-    if r == "mean":
-        return pre + [_HALF_NOTE, f"{n.sums} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})",
-                      f"{n.counts} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, "
-                      f"{x}.new_ones(()).expand({args(step.src_shape)}))",
-                      f"{x} = {n.sums} / {n.counts}.clamp(min=1)"]
-    hit = f"{n.hit} = torch.zeros({tup(shape)}, dtype=torch.bool, device={x}.device).scatter_({dim}, {idx}, True)"
-    return pre + _training_code(r, n, tup(shape), dim, idx, hit, f"~{n.hit}")
+    pre = [] if idx.isidentifier() or not n.grad else [f"{n.flat} = {idx}"]  # used more than once below
+    idx = n.flat if pre else idx
+    return pre + _reduce_code(r, n, tup(shape), dim, idx, f"scatter_add_({dim}, {idx}, {{}})", tup(shape),
+                              args(step.src_shape), "", f"scatter_({dim}, {idx}, True)")
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, env: IndexEnv) -> torch.Tensor:
