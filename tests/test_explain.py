@@ -770,3 +770,11 @@ def test_requires_grad_is_for_torch():
     with pytest.raises(RearrError) as e:
         explain("e c -> v[dst] c", (7, 3), op="scatter", reduction="max", v=5, backend="numpy", requires_grad=True)
     assert e.value.code == "RA100" and "drop requires_grad=" in e.value.hint
+
+
+def test_cli_explain_requires_grad():
+    done = _cli("e c -> v[dst] c", "--shape", "7,3", "--op", "scatter", "--reduction", "max", "-l", "v=5",
+                "--requires-grad")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(explain("e c -> v[dst] c", (7, 3), op="scatter", reduction="max", v=5,
+                                              requires_grad=True))
