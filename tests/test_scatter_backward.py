@@ -319,3 +319,48 @@ def test_max_min_gradgradcheck_with_empty_places_and_fill(pattern, reduction, fi
 
     assert torch.autograd.gradcheck(f, (x,))
     assert torch.autograd.gradgradcheck(f, (x,))
+
+
+def _torchs_scatter(x: torch.Tensor, dst: torch.Tensor, reduction: str, v: int, fill: float) -> torch.Tensor:
+    """torch's include_self=False onto a base that takes no part (NaN), then fill where nothing lands."""
+    full = dst[:, None].expand(x.shape) if dst.dim() == 1 else dst
+    out = torch.full((v, x.shape[1]), NAN, dtype=x.dtype).scatter_reduce(0, full, x, NATIVE[reduction],
+                                                                          include_self=False)
+    hit = torch.zeros(v, x.shape[1], dtype=torch.bool).scatter(0, full, True)
+    return out.masked_fill(~hit, fill)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("fill", [0.0, NAN])
+def test_max_min_forward_mode_is_torchs_on_a_source_that_requires_grad(pattern, reduction, fill, lowering):
+    """Forward-mode AD through the lowering of a source that records a backward (forward-over-reverse
+    Hessians need it): the tangent of the places' results, as torch's, ties, infinities and NaN included."""
+    import torch.autograd.forward_ad as fwad
+
+    x, dst, v = _extreme_call(pattern, reduction)
+    t = torch.rand(x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    with fwad.dual_level():
+        got = fwad.unpack_dual(rearr.scatter(fwad.make_dual(x.clone().requires_grad_(), t), pattern, reduction,
+                                             dst=dst, v=v, fill=fill)).tangent
+        want = fwad.unpack_dual(_torchs_scatter(fwad.make_dual(x.clone().requires_grad_(), t), dst, reduction, v,
+                                                fill)).tangent
+    assert _same(got, want)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_max_min_hessian_forward_over_reverse_is_torchs(pattern, reduction, lowering):
+    x, dst, v = _extreme_call(pattern, reduction)
+    x = torch.where(x.isfinite(), x, 0.5)  # a Hessian of squares: finite values, ties kept
+
+    def ours(s):
+        return (rearr.scatter(s, pattern, reduction, dst=dst, v=v) ** 2).sum()
+
+    def torchs(s):
+        return (_torchs_scatter(s, dst, reduction, v, 0.0) ** 2).sum()
+
+    hessian = torch.func.jacfwd(torch.func.jacrev(ours))(x)
+    assert _same(hessian, torch.func.jacfwd(torch.func.jacrev(torchs))(x))
+    assert _same(torch.func.jvp(torch.func.grad(ours), (x,), (torch.ones_like(x),))[1],
+                 torch.func.jvp(torch.func.grad(torchs), (x,), (torch.ones_like(x),))[1])

@@ -74,18 +74,35 @@ class ScatterExtremum(torch.autograd.Function):
         ctx.dim = dim
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(x, index, *output)
+        ctx.save_for_forward(x, index, *output)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor, _: None):
         x, index, out, empty = ctx.saved_tensors
-        # an empty place counts 1, as torch's base does there: its share stays finite in a double backward
-        counts = _written(grad.new_zeros(grad.shape), "masked_fill", empty, 1)
-        if index.dim() != x.dim():
-            tie = x == out.index_select(0, index)
-            counts = _written(counts, "index_add", 0, index, tie.to(grad.dtype))
-            share = (grad / counts).index_select(0, index)
-        else:
-            tie = x == out.gather(ctx.dim, index)
-            counts = _written(counts, "scatter_add", ctx.dim, index, tie.to(grad.dtype))
-            share = (grad / counts).gather(ctx.dim, index)
+        tie, counts = _ties(ctx.dim, x, index, out, empty, grad)
+        share = (grad / counts).index_select(0, index) if index.dim() != x.dim() else \
+            (grad / counts).gather(ctx.dim, index)
         return tie * share, None, None, None, None, None  # a product, as torch's: NaN where the result is
+
+    @staticmethod
+    def jvp(ctx, x_t: torch.Tensor, *_: None):
+        """Forward mode (a Hessian's forward-over-reverse): the mean of the tied sources' tangents."""
+        x, index, out, empty = ctx.saved_tensors
+        tie, counts = _ties(ctx.dim, x, index, out, empty, x_t)
+        tied = torch.where(tie, x_t, 0)
+        sums = _written(torch.zeros_like(counts), "index_add", 0, index, tied) if index.dim() != x.dim() else \
+            _written(torch.zeros_like(counts), "scatter_add", ctx.dim, index, tied)
+        return sums / counts, None
+
+
+def _ties(dim: int, x: torch.Tensor, index: torch.Tensor, out: torch.Tensor, empty: torch.Tensor,
+          like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """ScatterExtremum's ties (the sources equal to their place's result) and each place's count of
+    them, in like's dtype; an empty place counts 1, as torch's base does there: its share stays finite
+    (a double backward reads it)."""
+    counts = _written(like.new_zeros(out.shape), "masked_fill", empty, 1)
+    if index.dim() != x.dim():
+        tie = x == out.index_select(0, index)
+        return tie, _written(counts, "index_add", 0, index, tie.to(like.dtype))
+    tie = x == out.gather(dim, index)
+    return tie, _written(counts, "scatter_add", dim, index, tie.to(like.dtype))
