@@ -364,3 +364,39 @@ def test_max_min_hessian_forward_over_reverse_is_torchs(pattern, reduction, lowe
     assert _same(hessian, torch.func.jacfwd(torch.func.jacrev(torchs))(x))
     assert _same(torch.func.jvp(torch.func.grad(ours), (x,), (torch.ones_like(x),))[1],
                  torch.func.jvp(torch.func.grad(torchs), (x,), (torch.ones_like(x),))[1])
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("with_into", [False, True])
+def test_a_row_scatter_sum_has_forward_mode_for_hessians(reduction, with_into, lowering):
+    """The row sum's own autograd function (under sum and mean) has forward mode too: a Hessian by
+    forward-over-reverse, and a jvp through a source that requires grad, equal torch's index_add."""
+    import torch.autograd.forward_ad as fwad
+
+    g = torch.Generator().manual_seed(9)
+    x, into = torch.rand(E, C, generator=g, dtype=torch.float64), torch.rand(V, C, generator=g, dtype=torch.float64)
+    dst = _index(ROWS, reduction)
+
+    def ours(s, t):
+        kw = {"into": t} if with_into else {"v": V}
+        return rearr.scatter(s, ROWS, reduction, dst=dst, **kw)
+
+    def torchs(s, t):
+        out = (t if with_into else s.new_zeros(V, C)).index_add(0, dst, s)
+        if reduction == "mean":
+            counts = torch.bincount(dst, minlength=V).to(s.dtype)[:, None] + with_into
+            out = out / counts.clamp(min=1)
+        return out
+
+    def squares(f):
+        return lambda s, t: (f(s, t) ** 2).sum()
+
+    for argnums in ((0,), (0, 1)) if with_into else ((0,),):
+        want = torch.func.jacfwd(torch.func.jacrev(squares(torchs), argnums), argnums)(x, into)
+        got = torch.func.jacfwd(torch.func.jacrev(squares(ours), argnums), argnums)(x, into)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    t = torch.rand(E, C, generator=g, dtype=torch.float64)
+    with fwad.dual_level():
+        got = fwad.unpack_dual(ours(fwad.make_dual(x.clone().requires_grad_(), t), into)).tangent
+        want = fwad.unpack_dual(torchs(fwad.make_dual(x.clone().requires_grad_(), t), into)).tangent
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

@@ -26,13 +26,24 @@ class AddRows(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output) -> None:
+        ctx.rows = inputs[3]
         ctx.save_for_backward(inputs[1])
+        ctx.save_for_forward(inputs[1])
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (flat,) = ctx.saved_tensors
         return (grad.index_select(0, flat) if ctx.needs_input_grad[0] else None, None,
                 grad if ctx.needs_input_grad[2] else None, None)
+
+    @staticmethod
+    def jvp(ctx, x_t: torch.Tensor | None, _: None, base_t: torch.Tensor | None, *__: None) -> torch.Tensor:
+        """Forward mode (a Hessian's forward-over-reverse): the same sum of the tangents."""
+        (flat,) = ctx.saved_tensors
+        if x_t is None:
+            return base_t.clone()  # a new tensor: an output's tangent may not be an input's
+        start = base_t if base_t is not None else x_t.new_zeros((ctx.rows, x_t.shape[1]))
+        return start.index_add(0, flat, x_t)
 
 
 def _written(target: torch.Tensor, method: str, *args: object) -> torch.Tensor:
