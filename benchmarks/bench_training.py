@@ -8,12 +8,16 @@ variants, medians over rounds; see benchmarks/README.md):
     einsum   _training_einsum.py  an inductor-compiled attention block against the same block in matmul
 
 A section whose module is not in this checkout prints "section X: not present". Each module exposes
-run(args) -> the goals it missed, and runs alone too (python benchmarks/_training_torch.py).
+run(args) -> the goals it missed, and runs alone too (python benchmarks/_training_torch.py). After the
+sections, one summary table holds every row of every section: rearr against its fastest hand-written
+variant, the time ratio, the peak-memory ratio (torch), the goal and whether it was met; a section
+appends its rows to args.summary, which this script sets.
 
     python benchmarks/bench_training.py [--rounds N] [--small] [--clock cpu|wall] [--only SECTION]
 
---small: tiny sizes and short loops, a smoke run of a few seconds per section; its figures mean
-nothing and its goals are not checked. Exit status: 1 when a section missed a goal (not under --small).
+--small: tiny sizes and short loops, a smoke run of a few seconds per section (about 10 s of CPU
+time in all; the torch section probes the peak memory of its first case only) for CI; its figures
+mean nothing and its goals are not checked. Exit status: 1 when a section missed a goal (not under --small).
 """
 
 from __future__ import annotations
@@ -44,6 +48,28 @@ def _versions() -> str:
     return ", ".join(found)
 
 
+def _time(s: float) -> str:
+    return f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
+
+
+def print_summary(rows: list[tuple], small: bool) -> None:
+    """One table of every section's rows: rearr against its fastest hand-written variant, the time
+    ratio, the peak-memory ratio where the section measures it, the goal and whether the section found
+    it met (time, and peak memory with a page of slack)."""
+    print("\nSummary: every row against its fastest hand-written variant, medians of interleaved rounds"
+          + (" (--small: the figures mean nothing)" if small else ""))
+    head = ("section", "case", "size", "rearr", "hand-written", "time", "peak", "goal", "", "fastest hand-written")
+    table = [head]
+    for section, case, size, ours, best, theirs, peak, goal, met in rows:
+        table.append((section, case, size, _time(ours), _time(theirs), f"{ours / theirs:.2f}x",
+                      "-" if peak is None else f"{peak:.2f}x", f"{goal}x", "" if small else "met" if met else "MISSED",
+                      best))
+    widths = [max(len(r[k]) for r in table) for k in range(len(head) - 1)]
+    for r in table:
+        print("  " + "  ".join(f"{v:<{w}}" if k < 3 else f"{v:>{w}}" for k, (v, w) in enumerate(zip(r, widths)))
+              + "  " + r[-1])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per row (median)")
@@ -58,6 +84,9 @@ def main() -> int:
     print(_harness.tree_state())
     print(_harness.pin_malloc("warm"))
     print("clock: " + _harness.CLOCK_LINES[args.clock])
+    # each section appends its rows: (section, case, size, rearr s, fastest hand-written, its s, peak ratio
+    # or None, goal, met)
+    args.summary = []
     missed: dict[str, list[str]] = {}
     for section, module in SECTIONS.items():
         if args.only and section != args.only:
@@ -74,7 +103,12 @@ def main() -> int:
         missed[section] = mod.run(args)
         print(f"(section {section}: {time.perf_counter() - start:.0f} s)")
 
-    print("\nGoals" + (" (not checked under --small)" if args.small else "") + ":")
+    print_summary(args.summary, args.small)
+    if args.small:
+        print("\nGoals: not checked under --small")
+        missed = {}
+    else:
+        print("\nGoals:")
     for section, goals in missed.items():
         print(f"  {section}: " + ("all met" if not goals else f"{len(goals)} missed"))
         for g in goals:

@@ -28,6 +28,8 @@ class CodeNames(Record):
     offset: str
     reduction: str  # the callable passed as reduction
     index_shapes: dict[str, tuple[int, ...]]
+    hit: str = "hit"  # a scatter's mask of the places something lands
+    grad: bool = False  # the code that runs when the input records a backward (explain's requires_grad=)
 
 
 Template = Callable[[object, Layout, CodeNames], list[str]]

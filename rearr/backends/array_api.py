@@ -238,7 +238,8 @@ def _index_dtype(xp: ModuleType):
     """The namespace's default integer dtype (int64, or int32 for jax without x64): one per library."""
     dtype = _INDEX_DTYPE.get(xp.__name__)
     if dtype is None:
-        dtype = _INDEX_DTYPE[xp.__name__] = xp.arange(1).dtype
+        # asarray of an int, not arange: under jax.jit it is a constant, where arange is an op of the program
+        dtype = _INDEX_DTYPE[xp.__name__] = xp.asarray(0).dtype
     return dtype
 
 

@@ -139,8 +139,12 @@ def check_index(t: Any, use: IndexUse, text: str, mode: bool | str = True) -> An
         if int(a.view(f"u{a.itemsize}").max()) < n:
             return t
         return t if _numpy.check_index(a, use, text) is a else jnp.where(t < 0, t + n, t)
-    t = _on_host_if(jnp.any((t < -n) | (t >= n)), t, functools.partial(_raise_out_of_range, use, text))
-    return jnp.where(t < 0, t + n, t)
+    # The check's result is the 0 that the wrap of negative values compares with (the cond keeps it only
+    # where it is used): a scalar through the cond, and no copy of the index, which XLA makes for an
+    # array that passes through one.
+    zero = _on_host_if(jnp.any((t < -n) | (t >= n)), jnp.zeros((), t.dtype),
+                       functools.partial(_raise_out_of_range, use, text), t)
+    return jnp.where(t < zero, t + n, t)
 
 
 def _raise_duplicates(names: str, text: str, flat) -> None:

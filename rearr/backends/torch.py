@@ -513,8 +513,9 @@ def scatterrows(step: ScatterRows):
             return base.scatter_reduce(0, idx, x, native, include_self=True)
         if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
             return fresh(x.new_full((rows, width), fill), "scatter_reduce", 0, idx, x, native, include_self=False)
-        out = fresh(x.new_full((rows, width), _identity(reduction, x)), "scatter_reduce", 0, idx, x, native,
-                    include_self=True)
+        if reduction != "prod":
+            return _autograd.ScatterExtremum.apply(x, flat, 0, (rows, width), native, fill)[0]
+        out = fresh(x.new_ones((rows, width)), "scatter_reduce", 0, idx, x, native, include_self=True)  # prod
         hit = fresh(torch.zeros(rows, dtype=torch.bool, device=x.device), "index_fill", 0, flat, True)
         return out.masked_fill(~hit[:, None], fill)  # out of place: the backward reads out
 
@@ -523,10 +524,11 @@ def scatterrows(step: ScatterRows):
 
 def _training(x: torch.Tensor, base: torch.Tensor | None) -> bool:
     """Whether a scatter records a backward. Then mean, max, min and prod take the lowerings whose
-    backward is cheaper (sums over counts; the reduction's identity as base, include_self=True, and a
-    hit mask); without one, scatter_reduce's single call onto fill, the faster forward, whose values
-    are the same bitwise. torch.jit.trace gets the single call always: it checks a trace by tracing
-    again without grad, and the two graphs must agree."""
+    backward is cheaper: the sums over the counts; _autograd.ScatterExtremum for max and min; prod onto
+    ones with include_self=True (no extra pass over the index) and a hit mask for fill. Without one,
+    scatter_reduce's single call onto fill, the faster forward, whose values are the same bitwise.
+    torch.jit.trace gets the single call always: it checks a trace by tracing again without grad, and
+    the two graphs must agree."""
     return torch.is_grad_enabled() and (x.requires_grad or base is not None and base.requires_grad) \
         and _tracing_state() is None
 
@@ -547,17 +549,6 @@ def _add_rows(base: torch.Tensor | None, fresh: Callable, flat: torch.Tensor, x:
 _HALF: frozenset = frozenset()
 
 
-def _identity(reduction: str, x: torch.Tensor) -> object:
-    """The value that max / min / prod leaves unchanged, which a scatter_reduce with include_self=True
-    starts from: the values of include_self=False without its extra pass over the index, and a base
-    that ties with a source only where the result is that infinity itself, where include_self=False
-    onto fill counted fill as a tie whenever it equalled the result (halving the sources' gradient).
-    An input of -inf is a value under max, never an empty place (the hit mask tells those)."""
-    if reduction == "prod":
-        return 1
-    return -math.inf if reduction == "max" else math.inf  # a tensor that records a backward is a float
-
-
 def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Tensor:
     """A scatter's mean from its fresh sums and counts (both in x's dtype, as scatter_reduce counts), in
     place; fill where nothing landed (fill None: into= gave every position a value, counted once more).
@@ -571,7 +562,8 @@ def _divide(sums: torch.Tensor, counts: torch.Tensor, fill: object) -> torch.Ten
 
 
 def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
-    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training)."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training), or
+    (n.grad) on one that records a backward."""
     pre, flat = _row_positions_code(step.terms, step.space, n)
     x, rows, width, r = n.x, step.rows, before.shape[1], step.reduction
     if r == "set":
@@ -579,17 +571,55 @@ def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
                       f"{x} = {x}.new_full(({rows}, {width}), 0).index_copy_(0, {flat}, {x})"]
     if r == "sum":
         return pre + [f"{x} = {x}.new_zeros(({rows}, {width})).index_add_(0, {flat}, {x})"]
-    return pre + [_training_note(r),
-                  f"{x} = {x}.new_full(({rows}, {width}), 0).scatter_reduce_(0, {_code.paren(flat)}[:, None]"
-                  f".expand({args(before.shape)}), {x}, \"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    idx = f"{_code.paren(flat)}[:, None].expand({args(before.shape)})"
+    return pre + _reduce_code(r, n, f"({rows}, {width})", 0, idx, f"index_add_(0, {flat}, {{}})", f"({rows},)",
+                              str(before.shape[0]), "[:, None]", f"index_fill_(0, {flat}, True)")
+
+
+def _reduce_code(r: str, n: Names, shape: str, dim: int, idx: str, add: str, count_shape: str, ones: str,
+                 per_row: str, hit: str) -> list[str]:
+    """A mean / max / min / prod scatter onto a fresh tensor of shape: the single scatter_reduce onto 0,
+    or (n.grad) what runs under autograd. add: the call that adds its argument at the positions
+    (index_add_ of rows, scatter_add_ along dim); count_shape, ones: the shapes of the counts and of
+    the ones they add; per_row: the counts' view against the sums; hit: the call that marks the
+    positions in a bool tensor of count_shape."""
+    x = n.x
+    if not n.grad:
+        return [_training_note(r), f"{x} = {x}.new_full({shape}, 0).scatter_reduce_({dim}, {idx}, {x}, "
+                f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    if r == "mean":
+        return ["# float16 / bfloat16 keep scatter_reduce's mean, as without a backward",
+                f"{n.sums} = {x}.new_zeros({shape}).{add.format(x)}",
+                f"{n.counts} = {x}.new_zeros({count_shape}).{add.format(f'{x}.new_ones(()).expand({ones})')}",
+                f"{x} = {n.sums} / {n.counts}.clamp(min=1){per_row}"]
+    mask = f"{n.hit} = torch.zeros({count_shape}, dtype=torch.bool, device={x}.device).{hit}"
+    return _training_code(r, n, shape, dim, idx, mask, f"~{n.hit}{per_row}")
 
 
 def _training_note(reduction: str) -> str:
     """The comment explain prints above a mean / max / min / prod scatter: what runs under autograd."""
     if reduction == "mean":
-        return "# under autograd (not float16 / bfloat16): the sums divided by the counts (a cheaper backward)"
-    start = {"max": "-inf", "min": "+inf", "prod": "1"}[reduction]
-    return f"# under autograd: onto {start} with include_self=True, then fill where nothing lands (a cheaper backward)"
+        what = "the sums divided by the counts"
+    else:
+        what = f"onto {_START[reduction]} with include_self=True, then fill where nothing lands"
+    return f"# a source that requires grad runs {what}: explain(..., requires_grad=True) prints it"
+
+
+_START = {"max": "-inf", "min": "+inf", "prod": "1"}
+
+
+def _training_code(r: str, n: Names, shape: str, dim: int, idx: str, hit: str, empty: str) -> list[str]:
+    """The lines of a max / min / prod scatter that records a backward: onto the reduction's identity
+    with include_self=True, the hit mask, fill (0) where nothing lands; out of place, as the backward
+    of scatter_reduce reads its result."""
+    x = n.x
+    start = {"max": 'float("-inf")', "min": 'float("inf")', "prod": "1"}[r]
+    lines = [hit, f"{x} = {x}.new_full({shape}, {start}).scatter_reduce_({dim}, {idx}, {x}, "
+             f"\"{_common.SCATTER_NATIVE[r]}\", include_self=True)", f"{x} = {x}.masked_fill({empty}, 0)"]
+    if r == "prod":
+        return lines
+    return [f"# the backward is rearr's own: the k sources equal to a result share its gradient, 1/k each "
+            f"(torch's of these lines counts the {_START[r]} start too where all k are {_START[r]})"] + lines
 
 
 def scatteralong(step: ScatterAlong):
@@ -633,8 +663,9 @@ def scatteralong(step: ScatterAlong):
             return fresh(x.new_zeros(*shape), "scatter_add", dim, idx, x)
         if not training or reduction == "mean":  # one call; a float16 / bfloat16 mean (see _HALF)
             return fresh(x.new_full(shape, env.fill), "scatter_reduce", dim, idx, x, native, include_self=False)
-        out = fresh(x.new_full(shape, _identity(reduction, x)), "scatter_reduce", dim, idx, x, native,
-                    include_self=True)
+        if reduction != "prod":
+            return _autograd.ScatterExtremum.apply(x, idx, dim, shape, native, env.fill)[0]
+        out = fresh(x.new_ones(shape), "scatter_reduce", dim, idx, x, native, include_self=True)  # prod
         hit = fresh(torch.zeros(shape, dtype=torch.bool, device=x.device), "scatter", dim, idx, True)
         return out.masked_fill(~hit, env.fill)  # out of place: the backward reads out
 
@@ -677,8 +708,8 @@ def _small_zeros(kept: dict, shape: tuple[int, ...], dtype: torch.dtype) -> torc
 
 
 def code_scatteralong(step: ScatterAlong, before, n: CodeNames) -> list[str]:
-    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training); its
-    kept-zeros branch computes the same, one call fewer."""
+    """run() above with fill 0 and no into=, on a tensor that records no backward (see _training), or
+    (n.grad) on one that records a backward; its kept-zeros branch computes the same, one call fewer."""
     x, dim, shape, r = n.x, step.dim, step.shape, step.reduction
     idx = _term_code(step.term, n)
     if step.term.shape != step.src_shape:
@@ -688,8 +719,10 @@ def code_scatteralong(step: ScatterAlong, before, n: CodeNames) -> list[str]:
                 f"{x} = {x}.new_full({tup(shape)}, 0).scatter_({dim}, {idx}, {x})"]
     if r == "sum":
         return [f"{x} = {x}.new_zeros({args(shape)}).scatter_add_({dim}, {idx}, {x})"]
-    return [_training_note(r), f"{x} = {x}.new_full({tup(shape)}, 0).scatter_reduce_({dim}, {idx}, {x}, "
-            f"\"{_common.SCATTER_NATIVE[r]}\", include_self=False)"]
+    pre = [] if idx.isidentifier() or not n.grad else [f"{n.flat} = {idx}"]  # used more than once below
+    idx = n.flat if pre else idx
+    return pre + _reduce_code(r, n, tup(shape), dim, idx, f"scatter_add_({dim}, {idx}, {{}})", tup(shape),
+                              args(step.src_shape), "", f"scatter_({dim}, {idx}, True)")
 
 
 def _check_unique_along(idx: torch.Tensor, dim: int, name: str, env: IndexEnv) -> torch.Tensor:

@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--show", action="store_true", help="also run the plan on an example and show the result")
     explain.add_argument("--svg", metavar="FILE", help="also write the picture (the input and the result as "
                          "grids of labelled elements) to FILE, an SVG")
+    explain.add_argument("--requires-grad", action="store_true",
+                         help="torch: the code that runs when the input records a backward")
     explain.set_defaults(run=_explain)
     return parser
 
@@ -360,6 +362,8 @@ def _explain(args: argparse.Namespace) -> int:
     from .explain import explain  # imports the planner and a backend: only this command needs them
 
     options = {"backend": args.backend} if args.backend else {}
+    if args.requires_grad:
+        options["requires_grad"] = True
     try:
         result = explain(args.pattern, *args.shape, op=args.op, reduction=args.reduction, show=args.show,
                          **options, **dict(args.lengths))

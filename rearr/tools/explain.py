@@ -143,6 +143,7 @@ def explain(
     reduction: object = None,
     backend: str = "torch",
     show: bool = False,
+    requires_grad: bool = False,
     **lengths: Any,
 ) -> Explanation:
     """Explain ``op(x, pattern, ...)`` for an input of the given shape; ``op="einsum"`` takes one
@@ -153,20 +154,26 @@ def explain(
     index tensor itself (an array: its shape is used, and ``to_svg()`` draws its
     values). An index whose shape is not given gets the shape of its axes when
     their lengths are known.
+
+    ``requires_grad=True`` (torch): the code that runs when the input records a
+    backward, where it differs (a scatter's mean, max, min and prod).
     """
     try:
-        return _explain(pattern, shapes, op, reduction, backend, show, lengths)
+        return _explain(pattern, shapes, op, reduction, backend, show, lengths, requires_grad)
     except RearrError as e:
         shape = tuple(shapes[0]) if len(shapes) == 1 and isinstance(shapes[0], Sequence) else None
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=shape, op=op) from None
 
 
-def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanation:
+def _explain(pattern, shapes, op, reduction, backend, show, kwargs, requires_grad=False) -> Explanation:
     if op not in OPS:
         guess = nearest(str(op), OPS)
         raise RearrError(f"explain covers {', '.join(OPS)}, not {op!r}", code="RA100",
                          hint=f"use op={guess!r}" if guess else "explain one of those operations")
     templates = backends.code_templates(backend)  # the RearrError for an unknown backend, or one without them
+    if requires_grad and backend != "torch":
+        raise RearrError(f"explain's requires_grad= is torch's: {backend} code is the same with or without it",
+                         code="RA100", hint="drop requires_grad=, or pass backend='torch'")
     if op == "einsum":
         if reduction is not None or show:
             raise RearrError("explain's einsum takes neither reduction= nor show=", code="RA100",
@@ -188,7 +195,7 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
 
     used = {n for n, _, _ in plan.lengths} | set(r.index_names) | {_show_axis(n) for n, _, _ in plan.lengths}
     x, out = _fresh("x", used), _fresh("out", used)
-    coder = _Code(plan, templates, x, used | {x})
+    coder = _Code(plan, templates, x, used | {x}, bool(requires_grad))
     notes = []
     if plan.indices:
         dtype = {"array_api": "the namespace's default integer dtype",
@@ -203,6 +210,8 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs) -> Explanati
         notes.append(f"{coder.names.reduction}(x, axes) in the code is the callable you passed as reduction")
     if op == "scatter":
         notes.append("positions that no index writes hold fill (0 here; scatter's fill= changes it)")
+    if requires_grad:
+        notes.append(f"requires_grad=True: the code that runs when {x} records a backward")
     layout, show_note = _show(plan, r, lengths, reduction, tensors) if show else (None, None)
     return Explanation(
         pattern, op, reduction, backend, shape, plan.out_shape, _axes(plan), _index_lines(plan), x, coder.lines(),
@@ -464,13 +473,13 @@ def _not_adjacent(before: _State, groups: Names, length: dict[str, int]) -> str:
 class _Code:
     """The plan's steps as backend lines: each from the backend's template, with explain's view/copy comment."""
 
-    def __init__(self, plan: Plan, templates: dict, x: str, used: set[str]) -> None:
+    def __init__(self, plan: Plan, templates: dict, x: str, used: set[str], grad: bool = False) -> None:
         self.plan, self.templates = plan, templates
         self.names = CodeNames(
             x=x, out=_fresh("out", used), flat=_fresh("flat", used), pos=_fresh("pos", used),
             counts=_fresh("counts", used), sums=_fresh("sums", used), offset=_fresh("offset", used),
-            reduction=_fresh("reduction", used),
-            index_shapes={u.name: u.shape for u in plan.indices},
+            reduction=_fresh("reduction", used), hit=_fresh("hit", used),
+            index_shapes={u.name: u.shape for u in plan.indices}, grad=grad,
         )
 
     def lines(self) -> tuple[str, ...]:

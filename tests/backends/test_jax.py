@@ -6,6 +6,8 @@ Every value is compared with the numpy backend on the same data.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.extend
 import jax.numpy as jnp
@@ -336,3 +338,54 @@ def _equations(jaxpr):
         yield e
         for sub in jax.extend.core.jaxprs_in_params(e.params):
             yield from _equations(sub)
+
+
+def _primitives(jaxpr) -> list[str]:
+    """The primitives of a jaxpr, those of nested jit programs inlined (a jit is no work of its own)."""
+    out = []
+    for e in jaxpr.eqns:
+        inner = [getattr(v, "jaxpr", v) for v in e.params.values() if hasattr(v, "eqns") or hasattr(v, "jaxpr")]
+        if e.primitive.name in ("jit", "pjit") and inner:
+            out += [p for j in inner for p in _primitives(j)]
+        else:
+            out.append(e.primitive.name)
+    return out
+
+
+# The in-program check of a traced index (check_index): the range test and its reduction, the cond
+# whose branch would call back to Python, and the wrap of negative values that reads the cond's result.
+CHECK = ["lt", "ge", "or", "reduce_or", "convert_element_type", "cond", "lt", "add", "select_n"]
+
+
+@pytest.mark.parametrize("size", [(2, 8, 4, 3), (32, 1024, 64, 256)])  # benchmarks/_training_jax.py's
+def test_a_jitted_gather_is_the_hand_written_program_plus_the_check(size, monkeypatch):
+    """Under jit rearr's Python runs at trace time only: what a call costs is its program. Without the
+    check it has no more primitives than the same gather written in jnp (tiny: take_along_axis; at
+    the medium size the plan moves whole rows, as a take of the flat rows by hand does), also on the
+    first trace of a process (which looked up the index dtype with an arange, an op of the program),
+    and the check adds exactly its own; compiled, the index does not pass through the cond (XLA copied
+    it there)."""
+    from collections import Counter
+
+    from rearr.backends import array_api
+
+    monkeypatch.setattr(array_api, "_INDEX_DTYPE", {})  # as on the first call of a process
+    b, t, c, k = size
+    x, idx = jnp.ones((b, t, c)), jnp.zeros((b, k), jnp.int32)
+    rows = math.prod(size) >= 100_000
+
+    def hand(x, i):
+        if not rows:
+            return jnp.take_along_axis(x, i[..., None], axis=1)
+        flat = (i + jnp.arange(b)[:, None] * t).reshape(-1)
+        return jnp.take(x.reshape(b * t, c), flat, axis=0).reshape(b, k, c)
+
+    def traced(f):
+        return _primitives(jax.make_jaxpr(f)(x, idx).jaxpr)
+
+    off = traced(lambda x, i: rearr.rearrange(x, GATHER, idx=i, check_bounds=False))
+    on = traced(lambda x, i: rearr.rearrange(x, GATHER, idx=i))
+    assert len(off) <= len(traced(hand))
+    assert Counter(on) - Counter(off) == Counter(CHECK) and len(on) == len(off) + len(CHECK)
+    compiled = jax.jit(lambda x, i: rearr.rearrange(x, GATHER, idx=i)).lower(x, idx).compile().as_text()
+    assert " copy(" not in compiled[compiled.index("ENTRY"):]

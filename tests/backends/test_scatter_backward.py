@@ -233,3 +233,170 @@ def test_duplicates_under_set_are_refused_when_counted_and_when_sorted(idx, n, c
     unique = torch.tensor([idx[0], idx[1], n - 1 if idx[0] != n - 1 else n - 2])
     out = rearr.scatter(x, ROWS, "set", dst=unique, v=n, check_bounds=check_bounds)
     assert torch.equal(out, x.new_zeros(n, C).index_copy_(0, unique, x))
+
+
+INF, NAN = float("inf"), float("nan")
+# Sources per place (three sources each, then places 4 and 5 that nothing reaches): ties of finite
+# values, every source the reduction's infinity, the other infinity, a NaN among values, no tie.
+EXTREME_GROUPS = {
+    "max": [[2.0, 2.0, 1.0], [-INF, -INF, -INF], [INF, 1.0, INF], [NAN, 3.0, 3.0]],
+    "min": [[1.0, 1.0, 2.0], [INF, INF, INF], [-INF, 1.0, -INF], [2.0, NAN, 2.0]],
+}
+EXTREME_FILLS = [0.0, 2.0, -INF, INF, NAN]  # 2.0 equals the max of place 0: fill is no tie
+
+
+def _extreme_call(pattern: str, reduction: str):
+    """A (12, 2) source of the groups above (the second column shifted), its index, and V = 6."""
+    col = torch.tensor([v for group in EXTREME_GROUPS[reduction] for v in group], dtype=torch.float64)
+    x = torch.stack([col, torch.where(col.isfinite(), col + 1, col)], 1)
+    dst = torch.arange(4).repeat_interleave(3)
+    perm = torch.randperm(12, generator=torch.Generator().manual_seed(5))  # the sources in any order
+    x, dst = x[perm], dst[perm]
+    return x, dst if pattern == ROWS else dst[:, None].expand(12, 2), 6
+
+
+def _torchs_gradient(x: torch.Tensor, dst: torch.Tensor, reduction: str, g: torch.Tensor) -> torch.Tensor:
+    """torch's scatter_reduce with include_self=False onto a base that never equals a result (NaN): its
+    backward splits a place's gradient among the sources equal to the result (NaN where that is NaN)."""
+    x = x.detach().requires_grad_()
+    full = dst[:, None].expand(x.shape) if dst.dim() == 1 else dst
+    out = torch.full(g.shape, NAN, dtype=x.dtype).scatter_reduce(0, full, x, NATIVE[reduction], include_self=False)
+    return torch.autograd.grad(out, x, g)[0]
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("fill", EXTREME_FILLS)
+def test_max_min_gradients_are_torchs_for_ties_infinities_nan_and_empty_places(pattern, reduction, fill, lowering):
+    """Bitwise torch's gradient (include_self=False, a base that takes no part), also where every source
+    of a place is the reduction's infinity: before, those got 1/(k+1) each, the infinity the lowering
+    starts from counted as one more tie."""
+    x, dst, v = _extreme_call(pattern, reduction)
+    g = torch.rand(v, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(6)) + 0.5
+    src = x.clone().requires_grad_()
+    out = rearr.scatter(src, pattern, reduction, dst=dst, v=v, fill=fill)
+    (got,) = torch.autograd.grad(out, src, g)
+    want = _torchs_gradient(x, dst, reduction, g)
+    assert _same(got, want)
+    assert _same(out.detach()[4:], torch.full((2, 2), fill, dtype=torch.float64))  # empty places hold fill
+    infinite = (x == (-INF if reduction == "max" else INF)).all(1) & (dst if dst.dim() == 1 else dst[:, 0]).eq(1)
+    assert torch.equal(got[infinite], g[1].expand(3, 2) / 3)  # three sources of -inf (+inf) share 1/3 each
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_max_min_gradients_of_an_infinite_place_under_vmap_and_compile(pattern, reduction, lowering):
+    """The same gradients through torch.func.grad under vmap (index batched too) and torch.compile."""
+    x, dst, v = _extreme_call(pattern, reduction)
+    xs, dsts = torch.stack([x, x.flip(0)]), torch.stack([dst, dst.flip(0)])
+    g = torch.ones(v, 2, dtype=torch.float64)
+
+    def f(s, d):
+        return rearr.scatter(s, pattern, reduction, dst=d, v=v).sum()
+
+    got = torch.func.vmap(torch.func.grad(f))(xs, dsts)
+    for k in range(2):
+        assert _same(got[k], _torchs_gradient(xs[k], dsts[k], reduction, g))
+    compiled = torch.compile(lambda s: rearr.scatter(s, pattern, reduction, dst=dst, v=v), backend="aot_eager",
+                             fullgraph=True)
+    src = x.clone().requires_grad_()
+    assert _same(torch.autograd.grad(compiled(src), src, g)[0], _torchs_gradient(x, dst, reduction, g))
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("fill", [0.0, 2.0])
+def test_max_min_gradgradcheck_with_empty_places_and_fill(pattern, reduction, fill, lowering):
+    """Differentiable again where the derivative is defined (no ties, finite sources), with two empty
+    places: their share in the backward stays finite."""
+    g = torch.Generator().manual_seed(7)
+    x = (torch.rand(12, 2, generator=g, dtype=torch.float64) + 0.5).requires_grad_()
+    dst = torch.randint(0, 4, (12,), generator=g)
+    dst = dst if pattern == ROWS else dst[:, None].expand(12, 2)
+
+    def f(s):
+        return rearr.scatter(s, pattern, reduction, dst=dst, v=6, fill=fill)
+
+    assert torch.autograd.gradcheck(f, (x,))
+    assert torch.autograd.gradgradcheck(f, (x,))
+
+
+def _torchs_scatter(x: torch.Tensor, dst: torch.Tensor, reduction: str, v: int, fill: float) -> torch.Tensor:
+    """torch's include_self=False onto a base that takes no part (NaN), then fill where nothing lands."""
+    full = dst[:, None].expand(x.shape) if dst.dim() == 1 else dst
+    out = torch.full((v, x.shape[1]), NAN, dtype=x.dtype).scatter_reduce(0, full, x, NATIVE[reduction],
+                                                                          include_self=False)
+    hit = torch.zeros(v, x.shape[1], dtype=torch.bool).scatter(0, full, True)
+    return out.masked_fill(~hit, fill)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("fill", [0.0, NAN])
+def test_max_min_forward_mode_is_torchs_on_a_source_that_requires_grad(pattern, reduction, fill, lowering):
+    """Forward-mode AD through the lowering of a source that records a backward (forward-over-reverse
+    Hessians need it): the tangent of the places' results, as torch's, ties, infinities and NaN included."""
+    import torch.autograd.forward_ad as fwad
+
+    x, dst, v = _extreme_call(pattern, reduction)
+    t = torch.rand(x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    with fwad.dual_level():
+        got = fwad.unpack_dual(rearr.scatter(fwad.make_dual(x.clone().requires_grad_(), t), pattern, reduction,
+                                             dst=dst, v=v, fill=fill)).tangent
+        want = fwad.unpack_dual(_torchs_scatter(fwad.make_dual(x.clone().requires_grad_(), t), dst, reduction, v,
+                                                fill)).tangent
+    assert _same(got, want)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_max_min_hessian_forward_over_reverse_is_torchs(pattern, reduction, lowering):
+    x, dst, v = _extreme_call(pattern, reduction)
+    x = torch.where(x.isfinite(), x, 0.5)  # a Hessian of squares: finite values, ties kept
+
+    def ours(s):
+        return (rearr.scatter(s, pattern, reduction, dst=dst, v=v) ** 2).sum()
+
+    def torchs(s):
+        return (_torchs_scatter(s, dst, reduction, v, 0.0) ** 2).sum()
+
+    hessian = torch.func.jacfwd(torch.func.jacrev(ours))(x)
+    assert _same(hessian, torch.func.jacfwd(torch.func.jacrev(torchs))(x))
+    assert _same(torch.func.jvp(torch.func.grad(ours), (x,), (torch.ones_like(x),))[1],
+                 torch.func.jvp(torch.func.grad(torchs), (x,), (torch.ones_like(x),))[1])
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("with_into", [False, True])
+def test_a_row_scatter_sum_has_forward_mode_for_hessians(reduction, with_into, lowering):
+    """The row sum's own autograd function (under sum and mean) has forward mode too: a Hessian by
+    forward-over-reverse, and a jvp through a source that requires grad, equal torch's index_add."""
+    import torch.autograd.forward_ad as fwad
+
+    g = torch.Generator().manual_seed(9)
+    x, into = torch.rand(E, C, generator=g, dtype=torch.float64), torch.rand(V, C, generator=g, dtype=torch.float64)
+    dst = _index(ROWS, reduction)
+
+    def ours(s, t):
+        kw = {"into": t} if with_into else {"v": V}
+        return rearr.scatter(s, ROWS, reduction, dst=dst, **kw)
+
+    def torchs(s, t):
+        out = (t if with_into else s.new_zeros(V, C)).index_add(0, dst, s)
+        if reduction == "mean":
+            counts = torch.bincount(dst, minlength=V).to(s.dtype)[:, None] + with_into
+            out = out / counts.clamp(min=1)
+        return out
+
+    def squares(f):
+        return lambda s, t: (f(s, t) ** 2).sum()
+
+    for argnums in ((0,), (0, 1)) if with_into else ((0,),):
+        want = torch.func.jacfwd(torch.func.jacrev(squares(torchs), argnums), argnums)(x, into)
+        got = torch.func.jacfwd(torch.func.jacrev(squares(ours), argnums), argnums)(x, into)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    t = torch.rand(E, C, generator=g, dtype=torch.float64)
+    with fwad.dual_level():
+        got = fwad.unpack_dual(ours(fwad.make_dual(x.clone().requires_grad_(), t), into)).tangent
+        want = fwad.unpack_dual(torchs(fwad.make_dual(x.clone().requires_grad_(), t), into)).tangent
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

@@ -728,3 +728,53 @@ def test_cli_explain_error():
     done = _cli("a b -> b c", "--shape", "2,3")
     assert done.returncode == 1
     assert "RA200" in done.stderr and "Traceback" not in done.stderr
+
+
+# Scatters whose lowering differs when the source records a backward, and two that keep theirs.
+GRAD_CASES = [c for c in CASES if c[0] == "scatter"] + [
+    ("scatter", "e c -> v[dst: e] c", (7, 3), r, {"v": 5, "dst": ((7,), 5)}) for r in ("mean", "max", "min", "prod")
+] + [("scatter", "v[src: e] c -> w[dst: e] c", (5, 3), "max", {"w": 4, "src": ((7,), 5), "dst": ((7,), 4)})]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=_case_id)
+def test_printed_code_with_requires_grad_gives_rearrs_result_and_gradient(case, lowering):
+    """explain(..., requires_grad=True) prints the lowering that runs on a source that needs a gradient:
+    its code gives rearr's values and, differentiated, rearr's gradient (no ties here)."""
+    op, pattern, shape, reduction, _ = case
+    x, lengths, indices = _inputs(case)
+    indices = {k: torch.from_numpy(v) for k, v in indices.items()}
+    shapes = {name: tuple(v.shape) for name, v in indices.items()}
+    e = explain(pattern, shape, op=op, reduction=reduction, requires_grad=True, **lengths, **shapes)
+    printed, ran = (torch.from_numpy(x).requires_grad_() for _ in range(2))
+    got, want = _run_code(e, printed, indices, "torch"), _rearr(case, ran, lengths, indices)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=0)
+    w = torch.from_numpy(np.random.default_rng(1).standard_normal(tuple(want.shape)))
+    torch.testing.assert_close(torch.autograd.grad(got, printed, w)[0], torch.autograd.grad(want, ran, w)[0],
+                               rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("reduction, shown", [("mean", "sums = "), ("max", '"amax", include_self=True'),
+                                               ("min", 'float("inf")'), ("prod", "masked_fill")])
+def test_requires_grad_shows_the_training_lowering_and_the_default_says_where_it_is(reduction, shown):
+    args = ("e c -> v[dst] c", (7, 3))
+    trained = str(explain(*args, op="scatter", reduction=reduction, v=5, requires_grad=True))
+    plain = str(explain(*args, op="scatter", reduction=reduction, v=5))
+    assert shown in trained and shown not in plain
+    assert "include_self=False" in plain and "include_self=False" not in trained
+    assert "explain(..., requires_grad=True) prints it" in plain
+    assert "requires_grad=True: the code that runs when x records a backward" in trained
+    assert str(explain(*args, op="scatter", reduction="sum", v=5, requires_grad=True)).count("scatter_add_") == 1
+
+
+def test_requires_grad_is_for_torch():
+    with pytest.raises(RearrError) as e:
+        explain("e c -> v[dst] c", (7, 3), op="scatter", reduction="max", v=5, backend="numpy", requires_grad=True)
+    assert e.value.code == "RA100" and "drop requires_grad=" in e.value.hint
+
+
+def test_cli_explain_requires_grad():
+    done = _cli("e c -> v[dst] c", "--shape", "7,3", "--op", "scatter", "--reduction", "max", "-l", "v=5",
+                "--requires-grad")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(explain("e c -> v[dst] c", (7, 3), op="scatter", reduction="max", v=5,
+                                              requires_grad=True))
