@@ -576,7 +576,7 @@ def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
                               str(before.shape[0]), "[:, None]", f"index_fill_(0, {flat}, True)")
 
 
-def _reduce_code(r: str, n: Names, shape: str, dim: int, idx: str, add: str, count_shape: str, ones: str,
+def _reduce_code(r: str, n: CodeNames, shape: str, dim: int, idx: str, add: str, count_shape: str, ones: str,
                  per_row: str, hit: str) -> list[str]:
     """A mean / max / min / prod scatter onto a fresh tensor of shape: the single scatter_reduce onto 0,
     or (n.grad) what runs under autograd. add: the call that adds its argument at the positions
@@ -608,7 +608,7 @@ def _training_note(reduction: str) -> str:
 _START = {"max": "-inf", "min": "+inf", "prod": "1"}
 
 
-def _training_code(r: str, n: Names, shape: str, dim: int, idx: str, hit: str, empty: str) -> list[str]:
+def _training_code(r: str, n: CodeNames, shape: str, dim: int, idx: str, hit: str, empty: str) -> list[str]:
     """The lines of a max / min / prod scatter that records a backward: onto the reduction's identity
     with include_self=True, the hit mask, fill (0) where nothing lands; out of place, as the backward
     of scatter_reduce reads its result."""
