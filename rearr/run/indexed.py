@@ -141,10 +141,9 @@ def natively_checked(p: Any, backend: Any) -> frozenset[str]:
         else:
             other.update(t.index for t in getattr(step, "terms", ()))
             continue
+        by_native_call = checks_step(step) and getattr(step, "reduction", None) != "set"
         for dim, term in axes.items():
-            by_native_call = checks_step(step)
-            ok = (by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
-                  and getattr(step, "reduction", None) != "set")
+            ok = by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
             (native if ok else other).add(term.index)
     return frozenset(native - other - {None})
 
