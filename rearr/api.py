@@ -7,14 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import run as _run
 from ._types import Tensor
+from .run._front_doors import front_door as _front_door
+from .run._front_doors import transform as _transform
 from .run.call import einsum as _einsum
 from .run.call import scatter as _scatter
-from .run.call import transform as _transform
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 
+@_front_door
 def rearrange(
     tensor: Tensor | Sequence[Tensor], /, pattern: str, *, check_bounds: bool | str = True, **axes_lengths: Any
 ) -> Tensor:
@@ -32,6 +34,7 @@ def rearrange(
     return _transform("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
 
 
+@_front_door
 def reduce(
     tensor: Tensor | Sequence[Tensor],
     /,
@@ -44,6 +47,7 @@ def reduce(
     return _transform("reduce", tensor, pattern, reduction, axes_lengths)
 
 
+@_front_door
 def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
     """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
     return _transform("repeat", tensor, pattern, None, axes_lengths)

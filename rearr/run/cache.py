@@ -11,7 +11,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .._record import Record
-from ..rules import recipe
 
 if TYPE_CHECKING:
     from ..planning.einsum import EinsumPlan
@@ -117,6 +116,8 @@ def direct_key(op: str, x: Any, pattern: str, reduction: object, kwargs: dict[st
 @lru_cache(maxsize=1024)
 def index_names(text: str) -> frozenset[str]:
     """The names of the index operands of a pattern (what its brackets hold)."""
+    from ..rules import recipe  # here: `import rearr` loads no rule (the careful path does)
+
     return frozenset(s.name for s in recipe.index_specs(recipe.parse(text)))
 
 
@@ -149,5 +150,14 @@ def einsum_cache_clear() -> None:
     einsum_plan.cache_clear()
 
 
-# Every plan table and cache, each bounded, with cache_info() and cache_clear() (tests check the bounds).
-CACHES = (recipe.analyze, plain, indexed, direct, index_names, einsum_pairs, einsum_plan)
+
+def __getattr__(name: str) -> object:
+    # CACHES: every plan table and cache, each bounded, with cache_info() and cache_clear() (tests check
+    # the bounds). Made on first use: it holds recipe.analyze, and `import rearr` loads no rule.
+    if name == "CACHES":
+        from ..rules import recipe
+
+        caches = (recipe.analyze, plain, indexed, direct, index_names, einsum_pairs, einsum_plan)
+        globals()["CACHES"] = caches
+        return caches
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,8 @@
-"""The call path of every op, written once: the fast path (one look-up in the op's table, then its
-program), the careful path (every check the fast path skipped, then the program found or made: by
-rearr.run.program, indexed or einsum), errors in the call's context. A program runs at most once per
-call: what it raises is what the caller sees."""
+"""The call path of every op: the fast path (one look-up in the op's table, then its program; for
+rearrange, reduce and repeat it is rearr.run.front_door's template), the careful path (every check
+the fast path skipped, then the program found or made: by rearr.run.program, indexed or einsum),
+errors in the call's context. A program runs at most once per call: what it raises is what the
+caller sees."""
 
 from __future__ import annotations
 
@@ -9,48 +10,12 @@ from typing import Any
 
 from ..backends import _BY_TYPE, backend_for
 from ..errors import RearrError
-from ..planning.lengths import known_shape
-from ..rules import arguments, recipe
-from .cache import CAREFUL, DIRECT, EINSUM_PAIRS, PLAIN, direct_key, int_items
+from . import cache
+from .cache import CAREFUL, direct_key, int_items
 
-
-def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
-              check_bounds: bool | str = True) -> Any:
-    """rearrange, reduce and repeat: the program of a call seen before, else the careful path."""
-    if check_bounds is not True and check_bounds is not False:  # a mode to validate before any look-up
-        check_bounds_mode(check_bounds, op, pattern)
-    try:  # cache.plain_key, inlined (int_items too): the hot path's one look-up
-        items: tuple | None = ()
-        if lengths:
-            for value in lengths.values():
-                if value.__class__ is not int:  # an index tensor, or a length to validate
-                    items = None
-                    break
-            else:
-                items = tuple(lengths.items())
-        run = PLAIN.get((op, pattern, reduction, tensor.__class__, tensor.shape, items)) if items is not None else None
-    except Exception:  # not hashable, or not a tensor: the careful path plans it, or says why
-        run = None
-    if run is not None:
-        try:  # the program runs once: what it raises is what the caller sees
-            return run(tensor, None)
-        except Exception as e:
-            raise_in_context(e, op, tensor, pattern, lengths)
-            raise
-    if items is None and check_bounds is True:  # an index tensor: see cache.DIRECT
-        try:
-            indexed = DIRECT.get(direct_key(op, tensor, pattern, reduction, lengths))
-        except Exception:  # not hashable, or not a tensor: the careful path
-            indexed = None
-        if indexed is not None:
-            try:
-                out = indexed(tensor, lengths)
-            except Exception as e:
-                raise_in_context(e, op, tensor, pattern, lengths)
-                raise
-            if out is not CAREFUL:  # else it declined before running: the careful path says why
-                return out
-    return careful(op, tensor, pattern, reduction, lengths, check_bounds)
+# Assigned, not imported: the fast paths' look-ups are method calls (see rearr/run/front_door.py's
+# generated module, which does the same).
+DIRECT, EINSUM_PAIRS = cache.DIRECT, cache.EINSUM_PAIRS
 
 
 def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_bounds: bool | str,
@@ -76,6 +41,8 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")
+        from ..rules import arguments  # here: `import rearr` loads no rule
+
         err = arguments.reduction_error("scatter", reduction, None)
         if err is not None:
             raise err
@@ -125,6 +92,8 @@ def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict
     """transform's careful path: the arguments checked, the program found in or compiled into its
     table (keyed on the call as it was made), run."""
     if op == "reduce":
+        from ..rules import arguments
+
         err = arguments.reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
         if err is not None:
             raise err
@@ -149,6 +118,8 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
     RearrError that says why torch refused a sparse or nested tensor (policy.refuse_unusual); or, by
     returning, e itself for the caller to re-raise unchanged."""
     if isinstance(tensor, str) and not isinstance(pattern, str):  # rearrange('b c -> c b', x)
+        from ..rules import recipe
+
         raise recipe.swapped_arguments(op, tensor) from None
     if isinstance(e, RearrError):
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
@@ -166,6 +137,8 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
 
 def check_bounds_mode(value: object, op: str, pattern: object) -> None:
     """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
+    from ..rules import arguments
+
     err = arguments.check_bounds_error(value)
     if err is not None:
         raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
@@ -182,6 +155,8 @@ def tensor_and_backend(tensor: Any) -> tuple[Any, Any]:
         same_shape = all(tuple(t.shape) == shape for t in tensor if backend.accepts(t))
         devices = {str(getattr(t, "device", "cpu")) for t in tensor if backend.accepts(t)}
         if not same_shape or len(devices) != 1 or not all(backend.accepts(t) for t in tensor):
+            from ..planning.lengths import known_shape
+
             for k, t in enumerate(tensor):  # nan != nan: an unknown length is RA304, not "shapes differ"
                 if backend.accepts(t):
                     known_shape(t.shape, f"list item {k}")
