@@ -6,7 +6,12 @@
                                                 vs jnp.zeros((b, t, c)).at[arange(b)[:, None], idx].add(src)
 
 rearr runs with its default checks (a traced index is checked inside the jitted program: see
-docs/backends.md, "jax"), and, for reference, with check_bounds=False. Every call waits for its result
+docs/backends.md, "jax"), and with check_bounds=False. Jitted, each is compared with the hand-written
+code that does as much: rearr with its checks against the same jnp with the same check written by
+hand (a reduction finds a bad value, a ``lax.cond`` calls back to the host only then, where the
+callback raises: the cheapest run-time check a jitted program can hold, and what an out-of-range
+index needs to be an error rather than jax's silent fill or drop), rearr with check_bounds=False
+against the bare jnp. Eager, rearr (checks on) is compared with the bare jnp. Every call waits for its result
 (block_until_ready). XLA runs on one thread (XLA_FLAGS, set here unless jax is imported already), and
 the clock is the process's CPU time (time.process_time) with --clock cpu: jax executes its programs on
 threads of its own, which a thread's CPU clock does not see; --clock wall is perf_counter. Results are
@@ -15,7 +20,7 @@ compared with the hand-written ones before timing.
     python benchmarks/_training_jax.py [--small] [--rounds N]
 
 Goals: eager gather <= 1.5x take_along_axis; jitted gather and scatter <= 1.1x the hand-written jnp,
-at the tiny and the medium size.
+at the tiny and the medium size, checked and unchecked.
 """
 
 from __future__ import annotations
@@ -41,11 +46,12 @@ GOALS = {"eager gather": 1.5, "jit gather": 1.1, "jit scatter sum": 1.1}
 
 
 def _variants(size: tuple[int, int, int, int]) -> dict[str, tuple[dict, object]]:
-    """Each row: {label: call} (rearr first, then rearr check_bounds=False, the hand-written last), and
-    the result every call must give."""
+    """Each row: {label: call} (rearr, rearr check_bounds=False, for jitted rows the hand-written code
+    with the check by hand, the bare hand-written code last), and the result every call must give."""
     import jax
     import jax.numpy as jnp
     import numpy as np
+    from jax import lax
 
     import rearr
 
@@ -62,6 +68,17 @@ def _variants(size: tuple[int, int, int, int]) -> dict[str, tuple[dict, object]]
     def hand_scatter(s, i):
         return jnp.zeros((b, t, c), s.dtype).at[jnp.arange(b)[:, None], i].add(s)
 
+    def raise_if_bad(i):
+        if ((i < -t) | (i >= t)).any():
+            raise IndexError(f"an index value is out of range for length {t}")
+        return np.zeros((), i.dtype)
+
+    def checked(i):  # the bounds check by hand: the 0 that the cond returns keeps the callback in the program
+        bad = jnp.any((i < -t) | (i >= t))
+        zero = lax.cond(bad, lambda i: jax.pure_callback(raise_if_bad, jax.ShapeDtypeStruct((), i.dtype), i),
+                        lambda i: jnp.zeros((), i.dtype), i)
+        return i + zero
+
     def gather(x, i, check=True):
         return rearr.rearrange(x, GATHER, idx=i, check_bounds=check)
 
@@ -70,6 +87,8 @@ def _variants(size: tuple[int, int, int, int]) -> dict[str, tuple[dict, object]]
 
     jg, jg_off, jh = jax.jit(gather), jax.jit(lambda x, i: gather(x, i, False)), jax.jit(hand_gather)
     js, js_off, jhs = jax.jit(scatter), jax.jit(lambda s, i: scatter(s, i, False)), jax.jit(hand_scatter)
+    jh_checked = jax.jit(lambda x, i: hand_gather(x, checked(i)))
+    jhs_checked = jax.jit(lambda s, i: hand_scatter(s, checked(i)))
     want_gather = np.asarray(x)[np.arange(b)[:, None], np.asarray(idx)]
     want_scatter = np.zeros((b, t, c), np.float32)
     np.add.at(want_scatter, (np.asarray(rows), np.asarray(idx)), np.asarray(src))
@@ -79,9 +98,11 @@ def _variants(size: tuple[int, int, int, int]) -> dict[str, tuple[dict, object]]
                           "take_along_axis": lambda: hand_gather(x, idx).block_until_ready()}, want_gather),
         "jit gather": ({"rearr": lambda: jg(x, idx).block_until_ready(),
                         "rearr check_bounds=False": lambda: jg_off(x, idx).block_until_ready(),
+                        "checked by hand": lambda: jh_checked(x, idx).block_until_ready(),
                         "jit(take_along_axis)": lambda: jh(x, idx).block_until_ready()}, want_gather),
         "jit scatter sum": ({"rearr": lambda: js(src, idx).block_until_ready(),
                              "rearr check_bounds=False": lambda: js_off(src, idx).block_until_ready(),
+                             "checked by hand": lambda: jhs_checked(src, idx).block_until_ready(),
                              "jit(zeros.at[rows, idx].add)": lambda: jhs(src, idx).block_until_ready()},
                             want_scatter),
     }
@@ -100,8 +121,8 @@ def run(args: argparse.Namespace) -> list[str]:
         clock = _harness.CLOCK_LINES[args.clock]
     print(f"\n## jax {jax.__version__} ({jax.devices()[0].platform}), float32, XLA_FLAGS="
           f"{os.environ.get('XLA_FLAGS', '')!r}; clock: {clock}")
-    print(f"{'case':<18} {'size (b, t, c, k)':<20} {'rearr':>10} {'check off':>10} {'by hand':>10} "
-          f"{'ratio':>6}  hand-written")
+    print(f"{'case':<18} {'size (b, t, c, k)':<20} {'rearr':>10} {'checked':>10} {'ratio':>6} {'check off':>10} "
+          f"{'by hand':>10} {'ratio':>6}  hand-written")
     missed = []
     summary = getattr(args, "summary", [])  # bench_training's table of every section's rows
     rounds = max(3, args.rounds)
@@ -114,13 +135,20 @@ def run(args: argparse.Namespace) -> list[str]:
                 np.testing.assert_allclose(np.asarray(_result(call)), want, rtol=1e-5, atol=1e-5, err_msg=label)
             times = _harness.interleaved(calls, rounds, target)
             hand_label = list(calls)[-1]
-            on, off, hand = (times[k] for k in calls)
-            ratio = on / hand
-            print(f"{case:<18} {str(size):<20} {on * 1e6:>8.1f}us {off * 1e6:>8.1f}us {hand * 1e6:>8.1f}us "
-                  f"{ratio:>5.2f}x  {hand_label}")
-            summary.append(("jax", case, str(size), on, hand_label, hand, None, GOALS[case], ratio <= GOALS[case]))
-            if ratio > GOALS[case]:
-                missed.append(f"jax {case} {size_name}: {ratio:.2f}x > {GOALS[case]}x")
+            on, off, hand = times["rearr"], times["rearr check_bounds=False"], times[hand_label]
+            by_hand = times.get("checked by hand")  # jitted rows: the same check written by hand
+            rows = [(case, on, hand_label if by_hand is None else f"{hand_label}, checked by hand",
+                     hand if by_hand is None else by_hand)]
+            if by_hand is not None:
+                rows.append((f"{case}, check_bounds=False", off, hand_label, hand))
+            checked = "-" if by_hand is None else f"{by_hand * 1e6:>8.1f}us"
+            print(f"{case:<18} {str(size):<20} {on * 1e6:>8.1f}us {checked:>10} {rows[0][1] / rows[0][3]:>5.2f}x "
+                  f"{off * 1e6:>8.1f}us {hand * 1e6:>8.1f}us {off / hand:>5.2f}x  {hand_label}")
+            for name, mine, label, theirs in rows:
+                ratio = mine / theirs
+                summary.append(("jax", name, str(size), mine, label, theirs, None, GOALS[case], ratio <= GOALS[case]))
+                if ratio > GOALS[case]:
+                    missed.append(f"jax {name} {size_name}: {ratio:.2f}x > {GOALS[case]}x")
     if not args.small:
         _mechanisms(rounds, target)
     return missed
