@@ -276,12 +276,13 @@ def test_parse_shape(backend):
 
 def test_import_rearr_loads_only_the_fast_path_of_run():
     """The careful path's modules load on the first call that needs them: `import rearr` pays for
-    rearr.run's tables and fast path alone, a first plain call for rearr.run.program besides."""
+    rearr.run's tables and fast path alone (no rule, no length solver), a first plain call for
+    rearr.run.program and the rules besides; the front doors' generator never loads."""
     lazy = ["rearr.run.program", "rearr.run.indexed", "rearr.run.einsum", "rearr.run.packing",
-            "rearr.planning.parse_shape"]
+            "rearr.planning.parse_shape", "rearr.rules", "rearr.planning.lengths", "rearr.run.front_door"]
     code = ("import sys, numpy as np, rearr; lazy = " + repr(lazy) + "; print([m in sys.modules for m in lazy]); "
             "rearr.rearrange(np.zeros((2, 3)), 'a b -> b a'); print([m in sys.modules for m in lazy]); "
             "rearr.parse_shape(np.zeros((2, 3)), 'a b'); print([m in sys.modules for m in lazy])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[:3] == [str([False] * 5), str([True] + [False] * 4),
-                                   str([True, False, False, True, True])]
+    assert out.split("\n")[:3] == [str([False] * 8), str([True] + [False] * 4 + [True, True, False]),
+                                   str([True, False, False, True, True, True, True, False])]

@@ -4,7 +4,6 @@ front_door gives each to its api.py function."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,11 +28,13 @@ def _signature(f: Callable[..., Any]) -> tuple:
 def front_door(public: _F) -> _F:
     """public (an api.py function whose body is one call into transform) as its fast path below."""
     f = globals().get(public.__name__)
-    if f is None or _signature(f) != _signature(public):
+    if f is None or _signature(f) != _signature(public) or public.__code__.co_names != ("_transform",):
         if not _said:  # an edited checkout: right but slower until regenerated
+            import warnings
+
             _said.append(public.__name__)
-            print(f"rearr: rearr/run/_front_doors.py does not match api.{public.__name__}; "
-                  "regenerate it with `python rearr/run/front_door.py`", file=sys.stderr)
+            warnings.warn(f"rearr/run/_front_doors.py does not match api.{public.__name__}; regenerate it "
+                          "with `python rearr/run/front_door.py`", RuntimeWarning, stacklevel=2)
         return public
     for attribute in ("__module__", "__qualname__", "__doc__", "__annotations__"):
         setattr(f, attribute, getattr(public, attribute))

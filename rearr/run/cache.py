@@ -15,6 +15,8 @@ from .._record import Record
 if TYPE_CHECKING:
     from ..planning.einsum import EinsumPlan
 
+    CACHES: tuple[Any, ...]  # made by __getattr__ below
+
 
 class Table:
     """A bounded, thread-safe dict from a call's key to what its call runs (a program, or a tuple
@@ -78,7 +80,7 @@ def int_items(lengths: dict[str, Any]) -> tuple | None:
 def plain_key(op: str, pattern: str, reduction: object, x: Any, lengths: dict[str, Any]) -> tuple | None:
     """The call as the public function holds it: op and reduction as passed (reduce's "rearrange"
     included), x's class and shape, the int lengths; None where a length is not a plain int.
-    rearr.run.call.transform inlines it (tests/test_cache_keys.py holds the two equal)."""
+    rearr.run._front_doors' fast paths inline it (tests/test_cache_keys.py holds the two equal)."""
     items = int_items(lengths) if lengths else ()
     return None if items is None else (op, pattern, reduction, x.__class__, x.shape, items)
 
@@ -148,7 +150,6 @@ def einsum_cache_clear() -> None:
     """Forget every einsum plan (tests count the planning)."""
     einsum_pairs.cache_clear()
     einsum_plan.cache_clear()
-
 
 
 def __getattr__(name: str) -> object:

@@ -12,7 +12,9 @@ each front door to what its api.py body says, error for error.
 At import, _front_doors.front_door(public) returns the generated function of public's name with its name,
 docstring, annotations and module, and ``__wrapped__ = public`` (inspect.signature and
 inspect.getsource show api.py). Where a checkout's api.py and _front_doors.py disagree on a signature,
-it returns public itself, which is slower by that frame but right, and says once how to regenerate.
+it returns public itself, which is slower by that frame but right, and warns once (RuntimeWarning)
+how to regenerate. The generator takes a function only as the template can stand for it: literal
+defaults, and a body that is its docstring and the one call into transform.
 """
 
 from __future__ import annotations
@@ -70,7 +72,6 @@ front_door gives each to its api.py function."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -95,17 +96,21 @@ def _signature(f: Callable[..., Any]) -> tuple:
 def front_door(public: _F) -> _F:
     """public (an api.py function whose body is one call into transform) as its fast path below."""
     f = globals().get(public.__name__)
-    if f is None or _signature(f) != _signature(public):
+    if f is None or _signature(f) != _signature(public) or public.__code__.co_names != ("_transform",):
         if not _said:  # an edited checkout: right but slower until regenerated
+            import warnings
+
             _said.append(public.__name__)
-            print(f"rearr: rearr/run/_front_doors.py does not match api.{public.__name__}; "
-                  "regenerate it with `python rearr/run/front_door.py`", file=sys.stderr)
+            warnings.warn(f"rearr/run/_front_doors.py does not match api.{public.__name__}; regenerate it "
+                          "with `python rearr/run/front_door.py`", RuntimeWarning, stacklevel=2)
         return public
     for attribute in ("__module__", "__qualname__", "__doc__", "__annotations__"):
         setattr(f, attribute, getattr(public, attribute))
     f.__wrapped__ = public
     return f  # type: ignore[no-any-return]
 '''
+
+
 def function_source(name: str, parameters: str, op: str, reduction: str, check: str, lengths: str) -> str:
     """The template as the function ``def name(parameters)``, the placeholders filled in."""
     checked = check == "check_bounds"
@@ -119,6 +124,13 @@ def _public_source(f: ast.FunctionDef) -> str:
     import ast
 
     a = f.args
+    for default in [*a.defaults, *a.kw_defaults]:
+        if default is not None:
+            try:
+                ast.literal_eval(default)
+            except ValueError:
+                raise ValueError(f"api.{f.name}: a front door's defaults are literals, not "
+                                 f"{ast.unparse(default)}") from None
     positional = [*a.posonlyargs, *a.args]
     defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
     parts = [f"{p.arg}: Any" + ("" if d is None else f" = {ast.unparse(d)}") for p, d in zip(positional, defaults)]
@@ -132,8 +144,14 @@ def _public_source(f: ast.FunctionDef) -> str:
         raise ValueError(f"api.{f.name}: a front door takes (tensor, pattern, ...) and **lengths, no *args")
     parts.append(f"**{a.kwarg.arg}: Any")
     names = {p.arg for p in [*positional, *a.kwonlyargs]}
-    return function_source(f.name, ", ".join(parts), repr(f.name), "reduction" if "reduction" in names else "None",
-                           "check_bounds" if "check_bounds" in names else "True", a.kwarg.arg)
+    reduction = "reduction" if "reduction" in names else "None"
+    check = "check_bounds" if "check_bounds" in names else "True"
+    body = f"return _transform({f.name!r}, tensor, pattern, {reduction}, {a.kwarg.arg}" + (
+        ", check_bounds)" if check == "check_bounds" else ")")
+    statements = [s for s in f.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if [ast.unparse(s) for s in statements] != [ast.unparse(ast.parse(body))]:  # what the fast path does
+        raise ValueError(f"api.{f.name}: a front door's body is its docstring and `{body}`")
+    return function_source(f.name, ", ".join(parts), repr(f.name), reduction, check, a.kwarg.arg)
 
 
 def generated_text(api_text: str | None = None) -> str:

@@ -14,7 +14,7 @@ from . import cache
 
 def plain_entry(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Any:
     """The program of a call without brackets (int lengths): from cache.plain, else compiled now and
-    kept there, so that rearr.run.call.transform finds it on the next call."""
+    kept there, so that the fast path (rearr.run._front_doors) finds it on the next call."""
     items = tuple(lengths.items())
     key = cache.plain_key(op, pattern, reduction, x, lengths)
     try:

@@ -8,6 +8,7 @@ import inspect
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -104,18 +105,45 @@ def test_the_generator_takes_only_a_transforms_signature():
             front_door.generated_text(text)
 
 
-def test_an_api_function_that_its_front_door_does_not_match_runs_as_written(capsys, monkeypatch):
-    """A checkout whose api.py changed a signature without regenerating: the function runs as api.py
-    has it (slower by a frame, never wrong), and stderr says how to regenerate."""
+def test_the_generator_takes_only_literal_defaults_and_the_one_call():
+    """What the template stands for: a default it can write as a literal, and a body that does what the
+    fast path does (an edited body would otherwise never run)."""
+    call = "return _transform('rearrange', tensor, pattern, None, axes_lengths"
+    cases = {
+        "check_bounds=DEFAULT": call + ", check_bounds)",
+        "check_bounds=True": "warn('old')\n    " + call + ", check_bounds)",
+        "check_bounds=False": call + ")",
+        "check_bounds=None": call.replace("'rearrange'", "'repeat'") + ", check_bounds)",
+    }
+    for default, body in cases.items():
+        text = (f"@_front_door\ndef rearrange(tensor, /, pattern, *, {default}, **axes_lengths):\n"
+                f'    "Doc."\n    {body}\n')
+        with pytest.raises(ValueError, match="a front door's (defaults|body)"):
+            front_door.generated_text(text)
+    good = ('@_front_door\ndef rearrange(tensor, /, pattern, *, check_bounds=1, **lengths):\n    "Doc."\n'
+            "    return _transform('rearrange', tensor, pattern, None, lengths, check_bounds)\n")
+    assert "def rearrange(tensor: Any, /, pattern: Any, *, check_bounds: Any = 1, **lengths: Any)" in \
+        front_door.generated_text(good)
+
+
+def test_an_api_function_that_its_front_door_does_not_match_runs_as_written(monkeypatch):
+    """A checkout whose api.py changed a signature or a body without regenerating: the function runs as
+    api.py has it (slower by a frame, never wrong), with a RuntimeWarning that says how to regenerate."""
     monkeypatch.setattr(_front_doors, "_said", [])
 
     def repeat(tensor, /, pattern, *, new_option=1, **axes_lengths):
         return "as written"
 
-    assert _front_doors.front_door(repeat) is repeat
-    assert "python rearr/run/front_door.py" in capsys.readouterr().err
-    assert _front_doors.front_door(repeat) is repeat
-    assert capsys.readouterr().err == ""  # said once
+    def rearrange(tensor, /, pattern, *, check_bounds=True, **axes_lengths):
+        print("an edited body")
+        return _transform("rearrange", tensor, pattern, None, axes_lengths, check_bounds)  # noqa: F821
+
+    with pytest.warns(RuntimeWarning, match="python rearr/run/front_door.py"):
+        assert _front_doors.front_door(repeat) is repeat
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        assert _front_doors.front_door(repeat) is repeat
+        assert _front_doors.front_door(rearrange) is rearrange
 
 
 def test_the_generator_runs_without_importing_rearr(tmp_path):
