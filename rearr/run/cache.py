@@ -93,7 +93,8 @@ INDEXED = indexed.entries
 
 def indexed_key(op: str, pattern: str, reduction: object, backend: Any, shape: tuple, keywords: tuple,
                 into_shape: tuple | None) -> tuple:
-    """keywords: each keyword's (name, the index's shape or the int length), in the call's order."""
+    """keywords: each keyword's (name, the index's shape or the int length), in the call's order.
+    rearr.run.indexed.program_of's hot path inlines it (tests/run/test_cache_keys.py holds the two equal)."""
     return (op, pattern, reduction, backend, shape, keywords, into_shape)
 
 

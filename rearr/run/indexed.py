@@ -84,7 +84,7 @@ def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, k
     else:
         try:
             keywords = tuple(key)
-            full_key = cache.indexed_key(op, pattern, reduction, backend, x.shape, keywords, into_shape)
+            full_key = (op, pattern, reduction, backend, x.shape, keywords, into_shape)  # cache.indexed_key, inlined
             found = cache.INDEXED.get(full_key)
             if found is not None:  # the common call: one look-up
                 return found

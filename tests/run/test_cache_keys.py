@@ -146,14 +146,17 @@ def test_the_einsum_table(monkeypatch, lib, pattern, shapes, lengths):
 
 
 def test_the_inlined_readers_key_as_their_key_functions():
-    """transform and einsum build plain_key's and einsum_key's tuples in place (one call less on the hot
-    path): a length that is not a plain int gives no key, in both."""
+    """The fast paths build plain_key's, einsum_key's and indexed_key's tuples in place (one call less on
+    the hot path): a length that is not a plain int gives no key, in both; the indexed key is its
+    arguments in order, as rearr.run.indexed.program_of writes it."""
     x = np.zeros((4, 3))
     assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": 2.0}) is None
     assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": True}) is None
     assert cache.einsum_key("i j, j k -> i k", x, x.T, {"i": np.int64(4)}) is None
     assert cache.plain_key("rearrange", "a b -> b a", None, x, {}) == ("rearrange", "a b -> b a", None, np.ndarray,
                                                                        (4, 3), ())
+    args = ("rearrange", "a i[idx] -> a", None, object(), (4, 3), (("idx", (4,)),), None)
+    assert cache.indexed_key(*args) == args
 
 
 def test_every_table_with_a_reader_and_a_writer_is_covered_here():
