@@ -15,7 +15,10 @@ blocks to the kernel.
 Goals: rearr <= 1.1x the fastest hand-written variant in time, and its peak <= 1.1x the smallest
 hand-written peak (+ 1 MiB of page noise), at each E.
 
-    python benchmarks/_training_torch.py [--small] [--rounds N] [--clock cpu|wall]
+    python benchmarks/_training_torch.py [--small] [--rounds N] [--clock cpu|wall] [--case NAME ...] [--sizes E ...]
+
+``--case`` and ``--sizes`` run some rows alone (e.g. ``--case "scatter prod" --sizes 1e6 --rounds 9``):
+a row that a whole run, on a shared machine, read as missed is rerun so.
 """
 
 from __future__ import annotations
@@ -200,8 +203,9 @@ def run(args: argparse.Namespace) -> list[str]:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, C={C} float32, V=E/10; torch_geometric: {pyg}")
     missed: list[str] = []
     summary = getattr(args, "summary", [])  # bench_training's table of every section's rows
-    for E in SIZES[args.small]:
-        rows = cases(E)
+    only = set(getattr(args, "case", None) or ())
+    for E in getattr(args, "sizes", None) or SIZES[args.small]:
+        rows = {k: v for k, v in cases(E).items() if not only or k in only}
         check(E, rows)
         peaks = _harness.peak_in_child(__file__, [E, pyg_scatter is not None, args.small])
         target = 0.002 if args.small else 0.05
@@ -235,6 +239,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="E = 500 and short loops: a smoke run")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--case", action="append", help="run this row only (repeatable), e.g. 'scatter prod'")
+    parser.add_argument("--sizes", type=lambda v: int(float(v)), nargs="+", help="E values, e.g. 1e6")
     parser.add_argument("--mem-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mem_child:
