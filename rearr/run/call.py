@@ -41,13 +41,11 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")
-        from ..rules import arguments  # here: `import rearr` loads no rule
-
-        err = arguments.reduction_error("scatter", reduction, None)
+        err = _reduction_error("scatter", reduction, None)
         if err is not None:
             raise err
         if fill is not None:
-            fill = arguments.fill_value(fill, None)
+            fill = _fill_value(fill, None)
         x, backend = src, _BY_TYPE.get(type(src))
         if backend is None:
             x, backend = tensor_and_backend(src)
@@ -92,9 +90,7 @@ def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict
     """transform's careful path: the arguments checked, the program found in or compiled into its
     table (keyed on the call as it was made), run."""
     if op == "reduce":
-        from ..rules import arguments
-
-        err = arguments.reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
+        err = _reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
         if err is not None:
             raise err
     try:
@@ -137,9 +133,7 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
 
 def check_bounds_mode(value: object, op: str, pattern: object) -> None:
     """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
-    from ..rules import arguments
-
-    err = arguments.check_bounds_error(value)
+    err = _check_bounds_error(value)
     if err is not None:
         raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
 
@@ -174,9 +168,9 @@ def shape_of(tensor: Any) -> object:
     return tuple(shape) if shape is not None else None
 
 
-# The careful path's modules load on their first use (`import rearr` needs none of them; a first plain
-# call needs rearr.run.program only): each function below imports its module, then binds the function
-# it stands for to its own name (_bind), so that later calls go there directly.
+# The careful path's modules load on their first use (`import rearr` needs none of them, nor rules/; a
+# first plain call needs rearr.run.program only): each function below imports its module, then binds
+# the function it stands for to its own name (_bind), so that later calls go there directly.
 
 
 def _bind(name: str, f: Any) -> Any:
@@ -207,3 +201,18 @@ def _einsum_planned_call(*args: Any) -> Any:
 def _einsum_refused(*args: Any) -> None:
     from .einsum import refused
     _bind("_einsum_refused", refused)(*args)
+
+
+def _reduction_error(*args: Any) -> Any:
+    from ..rules.arguments import reduction_error
+    return _bind("_reduction_error", reduction_error)(*args)
+
+
+def _fill_value(*args: Any) -> Any:
+    from ..rules.arguments import fill_value
+    return _bind("_fill_value", fill_value)(*args)
+
+
+def _check_bounds_error(*args: Any) -> Any:
+    from ..rules.arguments import check_bounds_error
+    return _bind("_check_bounds_error", check_bounds_error)(*args)

@@ -19,10 +19,8 @@ defaults, and a body that is its docstring and the one call into transform.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import ast
+import ast
+from pathlib import Path
 
 # {op}, {reduction}, {check} and {lengths} are the function's own parameters or constants;
 # {indexed_seen} says when cache.DIRECT may hold the call.
@@ -119,29 +117,29 @@ def function_source(name: str, parameters: str, op: str, reduction: str, check: 
                        indexed_seen="items is None and check_bounds is True" if checked else "items is None")
 
 
-def _public_source(f: ast.FunctionDef) -> str:
-    """f's fast path under f's own parameters (each typed Any: api.py holds the real types)."""
-    import ast
+def _parameter(f: ast.FunctionDef, p: ast.arg, default: ast.expr | None) -> str:
+    """p as the generated function declares it: typed Any (api.py holds the real types), its literal default."""
+    if default is None:
+        return f"{p.arg}: Any"
+    try:
+        ast.literal_eval(default)
+    except ValueError:
+        raise ValueError(f"api.{f.name}: a front door's defaults are literals, not {ast.unparse(default)}") from None
+    return f"{p.arg}: Any = {ast.unparse(default)}"
 
+
+def _public_source(f: ast.FunctionDef) -> str:
+    """f's fast path under f's own parameters."""
     a = f.args
-    for default in [*a.defaults, *a.kw_defaults]:
-        if default is not None:
-            try:
-                ast.literal_eval(default)
-            except ValueError:
-                raise ValueError(f"api.{f.name}: a front door's defaults are literals, not "
-                                 f"{ast.unparse(default)}") from None
     positional = [*a.posonlyargs, *a.args]
+    if a.vararg is not None or a.kwarg is None or [p.arg for p in positional[:2]] != ["tensor", "pattern"]:
+        raise ValueError(f"api.{f.name}: a front door takes (tensor, pattern, ...) and **lengths, no *args")
     defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    parts = [f"{p.arg}: Any" + ("" if d is None else f" = {ast.unparse(d)}") for p, d in zip(positional, defaults)]
+    parts = [_parameter(f, p, d) for p, d in zip(positional, defaults)]
     if a.posonlyargs:
         parts.insert(len(a.posonlyargs), "/")
     if a.kwonlyargs:
-        parts.append("*")
-        parts += [f"{p.arg}: Any" + ("" if d is None else f" = {ast.unparse(d)}")
-                  for p, d in zip(a.kwonlyargs, a.kw_defaults)]
-    if a.vararg is not None or a.kwarg is None or [p.arg for p in positional[:2]] != ["tensor", "pattern"]:
-        raise ValueError(f"api.{f.name}: a front door takes (tensor, pattern, ...) and **lengths, no *args")
+        parts += ["*", *(_parameter(f, p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults))]
     parts.append(f"**{a.kwarg.arg}: Any")
     names = {p.arg for p in [*positional, *a.kwonlyargs]}
     reduction = "reduction" if "reduction" in names else "None"
@@ -156,9 +154,6 @@ def _public_source(f: ast.FunctionDef) -> str:
 
 def generated_text(api_text: str | None = None) -> str:
     """_front_doors.py as api.py's @_front_door functions make it (transform first: what their bodies call)."""
-    import ast  # here: a developer's step, not `import rearr`'s
-    from pathlib import Path
-
     tree = ast.parse((Path(__file__).parents[1] / "api.py").read_text() if api_text is None else api_text)
     publics = [f for f in tree.body if isinstance(f, ast.FunctionDef)
                and any(isinstance(d, ast.Name) and d.id == "_front_door" for d in f.decorator_list)]
@@ -168,8 +163,6 @@ def generated_text(api_text: str | None = None) -> str:
 
 
 def main() -> None:
-    from pathlib import Path
-
     path = Path(__file__).with_name("_front_doors.py")
     path.write_text(generated_text())
     print(f"wrote {path}")
