@@ -64,9 +64,9 @@ def transform(op: str, tensor: Any, pattern: Any, reduction: Any, lengths: Any, 
         except Exception as e:
             call.raise_in_context(e, op, tensor, pattern, lengths)
             raise
-    if items is None and check_bounds is True:  # an index tensor: see cache.DIRECT
+    if items is None and (check_bounds is True or check_bounds is False):  # an index tensor: see cache.DIRECT
         try:
-            indexed = DIRECT.get(direct_key(op, tensor, pattern, reduction, lengths))
+            indexed = DIRECT.get(direct_key(op, tensor, pattern, reduction, check_bounds, lengths))
         except Exception:  # not hashable, or not a tensor: the careful path
             indexed = None
         if indexed is not None:
@@ -102,9 +102,9 @@ def rearrange(tensor: Any, /, pattern: Any, *, check_bounds: Any = True, **axes_
         except Exception as e:
             call.raise_in_context(e, 'rearrange', tensor, pattern, axes_lengths)
             raise
-    if items is None and check_bounds is True:  # an index tensor: see cache.DIRECT
+    if items is None and (check_bounds is True or check_bounds is False):  # an index tensor: see cache.DIRECT
         try:
-            indexed = DIRECT.get(direct_key('rearrange', tensor, pattern, None, axes_lengths))
+            indexed = DIRECT.get(direct_key('rearrange', tensor, pattern, None, check_bounds, axes_lengths))
         except Exception:  # not hashable, or not a tensor: the careful path
             indexed = None
         if indexed is not None:
@@ -140,7 +140,7 @@ def reduce(tensor: Any, /, pattern: Any, reduction: Any, **axes_lengths: Any) ->
             raise
     if items is None:  # an index tensor: see cache.DIRECT
         try:
-            indexed = DIRECT.get(direct_key('reduce', tensor, pattern, reduction, axes_lengths))
+            indexed = DIRECT.get(direct_key('reduce', tensor, pattern, reduction, True, axes_lengths))
         except Exception:  # not hashable, or not a tensor: the careful path
             indexed = None
         if indexed is not None:
@@ -176,7 +176,7 @@ def repeat(tensor: Any, /, pattern: Any, **axes_lengths: Any) -> Any:
             raise
     if items is None:  # an index tensor: see cache.DIRECT
         try:
-            indexed = DIRECT.get(direct_key('repeat', tensor, pattern, None, axes_lengths))
+            indexed = DIRECT.get(direct_key('repeat', tensor, pattern, None, True, axes_lengths))
         except Exception:  # not hashable, or not a tensor: the careful path
             indexed = None
         if indexed is not None:

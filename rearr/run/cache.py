@@ -100,7 +100,8 @@ def indexed_key(op: str, pattern: str, reduction: object, backend: Any, shape: t
 
 # An indexed call seen before, with plain arguments: its program as one function f(x, keywords), made
 # once such a call has passed the careful path (rearr.run.indexed.run): the dtype check passed for that
-# dtype, so the function runs the native calls alone. Only calls with bounds checks on, fill 0, no into=.
+# dtype, so the function runs the native calls alone. Only calls with check_bounds True or False (the
+# key holds which), fill 0, no into=.
 direct = Table("direct")
 DIRECT = direct.entries
 CAREFUL = object()  # what a function of DIRECT returns for a call that it leaves to the careful path
@@ -108,12 +109,13 @@ CAREFUL = object()  # what a function of DIRECT returns for a call that it leave
 _SHAPE = itertools.repeat("shape")  # map(getattr, values, _SHAPE, values): each value's shape, or the value itself
 
 
-def direct_key(op: str, x: Any, pattern: str, reduction: object, kwargs: dict[str, Any]) -> tuple:
-    """The call, x's class, shape and dtype, the keyword names, then each keyword's shape (an index) or
-    value (a length), read in C by map. A list index makes the key unhashable; a float length finds
-    the int's entry, whose function then declines."""
+def direct_key(op: str, x: Any, pattern: str, reduction: object, checks: bool, kwargs: dict[str, Any]) -> tuple:
+    """The call (checks: its check_bounds, True or False), x's class, shape and dtype, the keyword names,
+    then each keyword's shape (an index) or value (a length), read in C by map. A list index makes the
+    key unhashable; a float length finds the int's entry, whose function then declines."""
     values = kwargs.values()
-    return (op, pattern, reduction, x.__class__, x.shape, x.dtype, *kwargs, *map(getattr, values, _SHAPE, values))
+    return (op, pattern, reduction, checks, x.__class__, x.shape, x.dtype, *kwargs,
+            *map(getattr, values, _SHAPE, values))
 
 
 @lru_cache(maxsize=1024)

@@ -21,10 +21,10 @@ DIRECT, EINSUM_PAIRS = cache.DIRECT, cache.EINSUM_PAIRS
 def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_bounds: bool | str,
             kwargs: dict[str, Any]) -> Any:
     """scatter: the direct program of a call seen before, else the careful path."""
-    if fill is None and into is None and check_bounds is True:  # a call seen before: see cache.DIRECT
+    if fill is None and into is None and (check_bounds is True or check_bounds is False):  # see cache.DIRECT
         run = None
         try:
-            run = DIRECT.get(direct_key("scatter", src, pattern, reduction, kwargs))
+            run = DIRECT.get(direct_key("scatter", src, pattern, reduction, check_bounds, kwargs))
         except Exception:  # not hashable, or not a tensor: the careful path
             pass
         if run is not None:

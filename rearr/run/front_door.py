@@ -46,7 +46,7 @@ TEMPLATE = '''\
             raise
     if {indexed_seen}:  # an index tensor: see cache.DIRECT
         try:
-            indexed = DIRECT.get(direct_key({op}, tensor, pattern, {reduction}, {lengths}))
+            indexed = DIRECT.get(direct_key({op}, tensor, pattern, {reduction}, {check}, {lengths}))
         except Exception:  # not hashable, or not a tensor: the careful path
             indexed = None
         if indexed is not None:
@@ -114,7 +114,8 @@ def function_source(name: str, parameters: str, op: str, reduction: str, check: 
     checked = check == "check_bounds"
     text = f"\n\ndef {name}({parameters}) -> Any:\n" + (CHECK_MODE if checked else "") + TEMPLATE
     return text.format(op=op, reduction=reduction, check=check, lengths=lengths,
-                       indexed_seen="items is None and check_bounds is True" if checked else "items is None")
+                       indexed_seen="items is None and (check_bounds is True or check_bounds is False)"
+                       if checked else "items is None")
 
 
 def _parameter(f: ast.FunctionDef, p: ast.arg, default: ast.expr | None) -> str:

@@ -51,21 +51,27 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
     elif check_bounds:
         out = program(x, env)
     else:
-        try:
-            return program(x, env)
-        except (IndexError, RuntimeError) as e:
-            if not index_fault(e):
-                raise
-            raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=pattern,
-                             hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
-                             "to find the bad one") from None
-    if into is None and backend.READY_INDEXES:
+        out = unchecked_run(program, x, env, backend)
+    if into is None and backend.READY_INDEXES and (check_bounds is True or check_bounds is False):
         try:  # the dtype check passed: the next such call finds the Plan's native calls in DIRECT
-            cache.direct.get(cache.direct_key(op, x, pattern, reduction, kwargs),
-                             direct_program, uses, unchecked, natively_checked, backend, pattern, tuple(kwargs))
+            cache.direct.get(cache.direct_key(op, x, pattern, reduction, check_bounds, kwargs), direct_program,
+                             uses, unchecked, natively_checked, backend, pattern, tuple(kwargs), check_bounds)
         except TypeError:  # unhashable: see rearr.run.cache
             pass
     return out
+
+
+def unchecked_run(program: Callable, x: Any, env: IndexEnv, backend: Any) -> Any:
+    """program(x, env) under check_bounds=False: a native call's refusal of an index is RA501, which
+    says how to find the bad value; any other error is the program's own."""
+    try:
+        return program(x, env)
+    except (IndexError, RuntimeError) as e:
+        if not index_fault(e):
+            raise
+        raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=env.text,
+                         hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
+                         "to find the bad one") from None
 
 
 def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any],
@@ -150,17 +156,18 @@ def natively_checked(p: Any, backend: Any) -> frozenset[str]:
 
 def direct_program(
     uses: tuple, unchecked: Callable, natively_checked: frozenset, backend: Any, pattern: str,
-    names: tuple[str, ...],
+    names: tuple[str, ...], checks: bool = True,
 ) -> Callable:
     """An indexed program as one function f(x, keywords) for the common call: every index a tensor that
-    needs no conversion (backend.ready_index), every length an int. The indexes that the native calls
-    check (see natively_checked) are passed as they are; the others go through check_index. Anything
-    else, or any failure, returns cache.CAREFUL: run then does the call again and says why.
-    ``names`` are the call's keywords, which the DIRECT key fixes."""
+    needs no conversion (backend.ready_index), every length an int. With checks (check_bounds=True),
+    the indexes that the native calls check (see natively_checked) are passed as they are, the others
+    go through check_index; without, every index is passed as it is, as the careful path does. Anything
+    else, or any failure before the program runs, returns cache.CAREFUL: run then does the call again
+    and says why. ``names`` are the call's keywords, which the DIRECT key fixes."""
     ready, check_index, careful = backend.ready_index, backend.check_index, cache.CAREFUL
     index_names = tuple(u.name for u in uses)
     length_names = tuple(name for name in names if name not in index_names)
-    checked = tuple(u for u in uses if u.name not in natively_checked)
+    checked = tuple(u for u in uses if u.name not in natively_checked) if checks else ()
     native_uses = tuple(u for u in uses if u.name in natively_checked)
 
     def call(x: Any, kwargs: dict[str, Any]) -> Any:
@@ -170,6 +177,8 @@ def direct_program(
         for name in length_names:
             if kwargs[name].__class__ is not int:
                 return careful
+        if not checks:
+            return unchecked_run(unchecked, x, IndexEnv(pattern, kwargs, 0, None, False), backend)
         indices = kwargs  # the steps read only the index names (IndexEnv keeps them apart from text/fill/into)
         if checked:
             indices = dict(kwargs)
@@ -178,7 +187,7 @@ def direct_program(
                     indices[use.name] = check_index(indices[use.name], use, pattern)
             except Exception:  # a bad value: the careful path names it (nothing has run yet)
                 return careful
-        env = IndexEnv(pattern, indices, 0, None)  # check_bounds=True: the only mode DIRECT serves
+        env = IndexEnv(pattern, indices, 0, None)  # check_bounds=True
         try:
             return unchecked(x, env)
         except Exception:

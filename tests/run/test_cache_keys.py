@@ -87,28 +87,46 @@ def _index(lib):
 def test_the_direct_table_for_a_gather(monkeypatch, lib):
     cache.direct.cache_clear()
     x, idx, pattern = _x(lib, (4, 5)), _index(lib), "b n[i: b k] -> b k"
-    key = cache.direct_key("rearrange", x, pattern, None, {"i": idx})
+    key = cache.direct_key("rearrange", x, pattern, None, True, {"i": idx})
     _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.rearrange(x, pattern, i=idx),
                       (call, "careful"), (call, "_run_indexed"))
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_the_direct_table_for_an_unchecked_gather(monkeypatch, lib):
+    cache.direct.cache_clear()
+    x, idx, pattern = _x(lib, (4, 5)), _index(lib), "b n[i: b k] -> b k"
+    key = cache.direct_key("rearrange", x, pattern, None, False, {"i": idx})
+    _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.rearrange(x, pattern, i=idx, check_bounds=False),
+                      (call, "careful"), (call, "_run_indexed"))
+    assert cache.direct_key("rearrange", x, pattern, None, True, {"i": idx}) not in cache.direct.entries
 
 
 @pytest.mark.parametrize("lib", LIBS)
 def test_the_direct_table_for_a_scatter(monkeypatch, lib):
     cache.direct.cache_clear()
     src, idx, pattern = _x(lib, (4, 2)), _index(lib), "b k -> b n[i: b k]"
-    key = cache.direct_key("scatter", src, pattern, "sum", {"i": idx, "n": 5})
+    key = cache.direct_key("scatter", src, pattern, "sum", True, {"i": idx, "n": 5})
     _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.scatter(src, pattern, "sum", i=idx, n=5),
                       (call, "_run_indexed"))
 
 
+@pytest.mark.parametrize("lib", LIBS)
+def test_the_direct_table_for_an_unchecked_scatter(monkeypatch, lib):
+    cache.direct.cache_clear()
+    src, idx, pattern = _x(lib, (4, 2)), _index(lib), "b k -> b n[i: b k]"
+    key = cache.direct_key("scatter", src, pattern, "sum", False, {"i": idx, "n": 5})
+    _second_call_hits(monkeypatch, cache.direct, key,
+                      lambda: rearr.scatter(src, pattern, "sum", i=idx, n=5, check_bounds=False),
+                      (call, "_run_indexed"))
+
+
 INDEXED = {  # calls that the direct table does not serve: each looks its program up in the indexed table
-    "unchecked gather": lambda x, idx, src: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx, check_bounds=False),
     "sync gather": lambda x, idx, src: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx, check_bounds="sync"),
     "scatter with fill": lambda x, idx, src: rearr.scatter(src, "b k -> b n[i: b k]", "max", i=idx, n=5, fill=-1.0),
     "scatter into": lambda x, idx, src: rearr.scatter(src, "b k -> b n[i: b k]", "sum", i=idx, into=x),
 }
 INDEXED_KEYS = {  # the same calls' (op, pattern, reduction, keywords as keyed, into's shape)
-    "unchecked gather": ("rearrange", "b n[i: b k] -> b k", None, (("i", (4, 2)),), None),
     "sync gather": ("rearrange", "b n[i: b k] -> b k", None, (("i", (4, 2)),), None),
     "scatter with fill": ("scatter", "b k -> b n[i: b k]", "max", (("i", (4, 2)), ("n", 5)), None),
     "scatter into": ("scatter", "b k -> b n[i: b k]", "sum", (("i", (4, 2)),), (4, 5)),

@@ -187,3 +187,30 @@ def test_gather_and_scatter_seen_before(lib, name, idx, resolved):
     src = lib(np.ones((2, 3)))
     for out in _seen_before(lambda: rearr.scatter(src, f"b k -> b n[{name}]", "sum", n=8, **{name: index})):
         np.testing.assert_array_equal(np.asarray(out), _ones_added(resolved))
+
+
+def _error(call) -> str:
+    with pytest.raises(RearrError) as info:
+        call()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_unchecked_calls_seen_before_give_the_careful_paths_values_and_errors(lib):
+    """check_bounds=False: a call seen before runs from the direct table; its values are the careful
+    path's, and an index that the native call refuses is the careful path's RA501, message for message
+    (the first call of a bad value after a cleared table takes the careful path)."""
+    x, src = lib(np.arange(16.0).reshape(2, 8)), lib(np.ones((2, 3)))
+    good = lib(np.array([[0, 1, 7], [2, 3, 4]]))
+    gather = lambda idx: rearr.rearrange(x, "b n[idx] -> b k", idx=idx, check_bounds=False)  # noqa: E731
+    scatter = lambda idx: rearr.scatter(src, "b k -> b n[idx]", "sum", idx=idx, n=8, check_bounds=False)  # noqa: E731
+    for out in _seen_before(lambda: gather(good)):
+        np.testing.assert_array_equal(np.asarray(out), np.take_along_axis(np.arange(16.0).reshape(2, 8),
+                                                                           np.array([[0, 1, 7], [2, 3, 4]]), 1))
+    for out in _seen_before(lambda: scatter(good)):
+        np.testing.assert_array_equal(np.asarray(out), _ones_added([[0, 1, 7], [2, 3, 4]]))
+    bad = lib(np.array([[0, 1, 7], [2, 9, 4]]))
+    seen = [_error(lambda: gather(bad)), _error(lambda: scatter(bad))]
+    assert all("RA501" in e and "check_bounds=False" in e for e in seen), seen
+    cache.direct.cache_clear()
+    assert [_error(lambda: gather(bad)), _error(lambda: scatter(bad))] == seen
