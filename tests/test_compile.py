@@ -296,6 +296,24 @@ def test_jit_trace_keeps_the_bounds_and_duplicate_checks():
         traced(torch.randn(3), torch.tensor([1, 1, 2]))
 
 
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+def test_jit_trace_keeps_the_device_side_checks():
+    """check_bounds="async" (the default on CUDA): the assertions are recorded as rearr's ops with a
+    used output; the tracer drops a bare torch._assert_async, and a bad value would then be wrapped."""
+    x = torch.arange(12.0).reshape(3, 4)
+    gather = lambda x, i: rearr.rearrange(x, "b n[idx] -> b", idx=i, check_bounds="async")  # noqa: E731
+    traced = torch.jit.trace(gather, (x, torch.tensor([0, 1, 2])))
+    assert "rearr::check_index" in str(traced.graph)
+    torch.testing.assert_close(traced(x, torch.tensor([3, -1, 0])), torch.tensor([3.0, 7.0, 8.0]))
+    with pytest.raises(RuntimeError, match="RA501: index 'idx' holds a value outside axis 'n'"):
+        traced(x, torch.tensor([3, 4, 0]))
+    put = lambda v, i: rearr.scatter(v, "k -> n[idx]", "set", idx=i, n=4, check_bounds="async")  # noqa: E731
+    traced = torch.jit.trace(put, (torch.ones(3), torch.tensor([0, 1, 2])))
+    assert "rearr::check_unique" in str(traced.graph)
+    with pytest.raises(RuntimeError, match="RA501: index 'idx' writes the same position more than once"):
+        traced(torch.ones(3), torch.tensor([0, 3, -1]))
+
+
 # --- check_bounds=False keeps torch's other errors ---------------
 
 

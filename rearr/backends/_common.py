@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..errors import RearrError
 from ..planning.plan import IndexTerm, IndexUse
 from .contract import IndexEnv
 
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
+
+
+def masked(x: object) -> bool:
+    # np.ma loads on first use of the attribute (slowly): without it in sys.modules there is no masked array.
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and isinstance(x, ma.MaskedArray)
+
+
+def masked_input(what: str) -> RearrError:
+    # numpy's own functions honour a mask in some calls (x.sum) and drop it in others (np.add.at,
+    # np.asarray): rather than a result that depends on which one a plan uses, refuse it.
+    return RearrError(
+        f"{what} is not accepted: numpy honours masks in some of the calls a plan uses and drops "
+        "them in others",
+        code="RA500",
+        hint="pass x.filled(v) with the value masked entries should count as (0 for a sum), or "
+        "np.ma.getdata(x); to keep a mask, run the pattern on np.ma.getmaskarray(x) as well and "
+        "rebuild with np.ma.array(data, mask=mask)",
+    )
+
+
+def masked_index(name: str, text: str) -> RearrError:
+    # Every library's conversion (np.asarray, torch.as_tensor, jnp.asarray) drops the mask: the masked
+    # entries would index with whatever value they hide.
+    return RearrError(
+        f"a masked index {name!r} is not accepted: its conversion to an index would drop the mask",
+        code="RA500",
+        pattern=text,
+        hint=f"pass {name}={name}.filled(i) with a valid position i for the masked entries, or "
+        f"np.ma.getdata({name}) to use the values it hides",
+    )
 
 
 def bad_index_dtype(name: str, dtype: object, text: str) -> RearrError:

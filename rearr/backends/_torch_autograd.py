@@ -5,7 +5,21 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 from torch._C._functorch import is_functorch_wrapped_tensor as _functorch_wrapped
+
+from ..errors import RearrError
+
+
+def refuse_forward_mode_prod(text: str) -> None:
+    """A 'prod' scatter under forward-mode AD (a dual level is open: torch.func.jvp, jacfwd, a Hessian by
+    jacfwd(jacrev(f)), torch.autograd.forward_ad) is refused: torch's scatter_reduce 'prod' gives a zero
+    tangent, and its backward's forward derivative (a forward-over-reverse Hessian) reads the same op."""
+    if _forward_ad._current_level >= 0:
+        raise RearrError("forward-mode AD through a 'prod' scatter: torch's scatter_reduce 'prod' computes a "
+                         "zero tangent, which rearr does not return", code="RA500", pattern=text,
+                         hint="use reverse mode: torch.func.jacrev (a Hessian: jacrev(jacrev(f))) or "
+                         "torch.autograd.grad, whose gradients of 'prod' are right")
 
 
 class AddRows(torch.autograd.Function):
@@ -47,10 +61,10 @@ class AddRows(torch.autograd.Function):
 
 
 def _written(target: torch.Tensor, method: str, *args: object) -> torch.Tensor:
-    """target.method_(*args) on a fresh target, out of place where torch.func.vmap batches an argument but
-    not the target (vmap refuses to write batched values into an unbatched tensor in place)."""
-    batched = any(isinstance(a, torch.Tensor) and _functorch_wrapped(a) for a in args)
-    if batched and not _functorch_wrapped(target):
+    """target.method_(*args) on a fresh target, out of place where torch.func.vmap batches an argument
+    (vmap refuses to write batched values in place into a tensor not batched at the same level, and
+    the fresh target may not be; see rearr.backends.torch._in_place)."""
+    if any(isinstance(a, torch.Tensor) and _functorch_wrapped(a) for a in args):
         return getattr(target, method)(*args)
     return getattr(target, method + "_")(*args)
 

@@ -23,9 +23,10 @@ nothing back: the range and the duplicates become ``torch._assert_async``
 assertions, and negative values are wrapped by arithmetic. A failed assertion
 names the index, the axis and the pattern, but not the value; on CUDA it is
 reported at a later sync and leaves the context unusable, on the CPU it raises
-RuntimeError at once. Traced (torch.compile, jit.trace), they are plain ops of
-the graph, which inductor fuses; under torch.func.vmap, whose batching has no
-rule for ``_assert_async``, they run as the ops above with ``exact=False``.
+RuntimeError at once. Under torch.compile they are plain ops of the graph,
+which inductor fuses; under torch.func.vmap, whose batching has no rule for
+``_assert_async``, and torch.jit.trace, whose tracer drops it (it has no
+output), they run as the ops above with ``exact=False``.
 """
 
 from __future__ import annotations
@@ -80,11 +81,21 @@ def _range_message(n: int, name: str, axis: str, text: str) -> str:
             f"in {text!r}; check_bounds='sync' names the value and its position")
 
 
+def _jit_tracing() -> bool:
+    return torch._C._get_tracing_state() is not None
+
+
 def assert_in_range(idx: torch.Tensor, n: int, name: str, axis: str, text: str) -> torch.Tensor:
     """The bounds check as a device-side assertion, and negative values counted from the end by
     arithmetic: no value is read back to the host."""
-    if _functorch_wrapped(idx):  # torch.func.vmap: the op, whose vmap rule hands it the whole batch
+    # torch.func.vmap: the op, whose vmap rule hands it the whole batch. torch.jit.trace: the op, whose
+    # output the graph uses; the tracer drops a bare _assert_async, which has none.
+    if _functorch_wrapped(idx) or _jit_tracing():
         return check_index(idx, n, name, axis, -1, text, False)
+    return _asserted_in_range(idx, n, name, axis, text)
+
+
+def _asserted_in_range(idx: torch.Tensor, n: int, name: str, axis: str, text: str) -> torch.Tensor:
     can_assert(idx)
     if idx.numel():
         lo, hi = torch.aminmax(idx)  # one pass; the comparisons are of two 0-d tensors
@@ -101,8 +112,12 @@ def _unique_message(name: str, text: str) -> str:
 
 def assert_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
     """The duplicate check of 'set' as a device-side assertion: sorted along dim, no two neighbours equal."""
-    if _functorch_wrapped(idx):  # torch.func.vmap: see assert_in_range
+    if _functorch_wrapped(idx) or _jit_tracing():  # see assert_in_range
         return check_unique(idx, dim, name, text, False)
+    return _asserted_unique(idx, dim, name, text)
+
+
+def _asserted_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
     can_assert(idx)
     length = idx.shape[dim]
     if length > 1:
@@ -117,7 +132,7 @@ def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text
     """The bounds check of an index into an axis of length n; negative values count from the end.
     exact=False: the device-side check (assert_in_range)."""
     if not exact:
-        return assert_in_range(idx, n, name, axis, text)
+        return _asserted_in_range(idx, n, name, axis, text)
     if idx.numel() and idx.device.type != "meta":
         lo, hi = read_both(*torch.aminmax(idx))
         if lo < -n or hi >= n:
@@ -159,7 +174,7 @@ def _check_unique(idx: torch.Tensor, dim: int, name: str, text: str, exact: bool
     if exact:
         refuse_duplicates(idx, dim, name, text)
     else:
-        assert_unique(idx, dim, name, text)
+        _asserted_unique(idx, dim, name, text)
     return idx.clone()
 
 

@@ -83,7 +83,7 @@ def to_numpy(x: da.Array) -> np.ndarray:
     masked result is refused as numpy's backend refuses a masked input, never unmasked silently."""
     out = x.compute()
     if isinstance(out, np.ma.MaskedArray):
-        raise _np_backend.masked_input("a masked dask array")
+        raise _common.masked_input("a masked dask array")
     return _np_backend.to_numpy(out) if isinstance(out, np.ndarray) else np.asarray(out)  # cupy blocks ...
 
 

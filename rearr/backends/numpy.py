@@ -7,7 +7,6 @@ arrives: explain reads the code templates (the CODE table) without numpy.
 from __future__ import annotations
 
 import math
-import sys
 from typing import TYPE_CHECKING
 
 from ..errors import RearrError
@@ -52,30 +51,12 @@ def load() -> None:
 
 
 def accepts(x: object) -> bool:
-    if _masked(x):
-        raise masked_input("a masked array")
+    if _common.masked(x):
+        raise _common.masked_input("a masked array")
     if isinstance(x, np.matrix):  # its reshape keeps two dimensions: (2, 3) -> "a b -> a b 1" stayed (2, 3)
         raise RearrError("an np.matrix is not accepted: it stays 2-d whatever shape a call asks for",
                          code="RA500", hint="pass np.asarray(m)")
     return isinstance(x, np.ndarray | np.generic)
-
-
-def _masked(x: object) -> bool:
-    # np.ma loads on first use of the attribute (slowly): without it in sys.modules there is no masked array.
-    return "numpy.ma" in sys.modules and isinstance(x, np.ma.MaskedArray)
-
-
-def masked_input(what: str) -> RearrError:
-    # numpy's own functions honour a mask in some calls (x.sum) and drop it in others (np.add.at,
-    # np.asarray): rather than a result that depends on which one a plan uses, refuse it.
-    return RearrError(
-        f"{what} is not accepted: numpy honours masks in some of the calls a plan uses and drops "
-        "them in others",
-        code="RA500",
-        hint="pass x.filled(v) with the value masked entries should count as (0 for a sum), or "
-        "np.ma.getdata(x); to keep a mask, run the pattern on np.ma.getmaskarray(x) as well and "
-        "rebuild with np.ma.array(data, mask=mask)",
-    )
 
 
 def stack(xs: list) -> np.ndarray:
@@ -241,8 +222,8 @@ def convert_index(value: object, like: np.ndarray, name: str, text: str, mode: b
     # mode (check_bounds=): every mode reads the values here, in host memory, where a read costs no sync
     if value.__class__ is np.ndarray and value.dtype is _INTP:
         return value  # the common case, without a call (numpy's built-in dtypes are singletons)
-    if _masked(value):  # np.asarray would drop the mask
-        raise masked_input(f"a masked index {name!r}")
+    if _common.masked(value):  # np.asarray would drop the mask
+        raise _common.masked_index(name, text)
     try:
         t = np.asarray(value)
     except (TypeError, ValueError):  # ragged lists

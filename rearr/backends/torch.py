@@ -328,6 +328,8 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str, mode:
         value.is_cpu and like.is_cpu or value.device == like.device  # is_cpu: no device objects made
     ):
         return value  # the common case, without a call
+    if _common.masked(value):  # torch.as_tensor would drop the mask
+        raise _common.masked_index(name, text)
     try:
         t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError):
@@ -483,13 +485,16 @@ def scatterrows(step: ScatterRows):
     native = _common.SCATTER_NATIVE.get(reduction)
     names = ",".join(c.index for c in step.terms if c.index)
     flat_fn = _row_positions(step.terms, step.space)
+    prod = reduction == "prod"
 
     def run(x, env):
+        if prod:
+            _autograd.refuse_forward_mode_prod(env.text)
         flat = flat_fn(env, x)
         base = _common.arranged_into(env, into_calls)
         fill = env.fill
         width = x.shape[1]
-        fresh = _in_place(flat, x)  # fresh tensors are written in place: no second copy
+        fresh = _in_place(flat)  # fresh tensors are written in place: no second copy
         if reduction == "set":
             flat = _check_unique_along(flat, 0, names, env)
             if base is None:
@@ -632,7 +637,11 @@ def scatteralong(step: ScatterAlong):
     zeros = {} if reduction == "sum" and not expand and all(n.__class__ is int for n in shape) \
         and math.prod(shape) <= _SMALL_ZEROS else None  # (a symbolic shape: no guard, and no eager call)
 
+    prod = reduction == "prod"
+
     def run(x, env):
+        if prod:
+            _autograd.refuse_forward_mode_prod(env.text)
         if zeros is not None and env.into is None and env.fill == 0 and x.is_cpu and x.__class__ is TENSOR \
                 and _tracing_state() is None:
             base = zeros.get(x.dtype)
@@ -644,7 +653,7 @@ def scatteralong(step: ScatterAlong):
         if expand:
             idx = idx.expand(*src_shape)
         base = _common.arranged_into(env, into_calls)
-        fresh = _in_place(idx, x)
+        fresh = _in_place(idx)
         if reduction == "set":
             idx = _check_unique_along(idx, dim, name, env)
             if base is None:
@@ -672,11 +681,12 @@ def scatteralong(step: ScatterAlong):
     return run
 
 
-def _in_place(index: torch.Tensor, x: torch.Tensor) -> Callable:
+def _in_place(index: torch.Tensor) -> Callable:
     """How a scatter writes into the fresh tensor it made: in place (out.method_(...)), or out of place
-    (out.method(...), one more copy) where torch.func.vmap batches the index but not x: vmap refuses to
-    write batched values into an unbatched tensor in place."""
-    return _out_of_place if _functorch_wrapped(index) and not _functorch_wrapped(x) else _in_place_write
+    (out.method(...), one more copy) where torch.func.vmap batches the index: vmap refuses to write
+    batched values into a tensor not batched at the same level in place, and a fresh tensor made from
+    x (or from nothing) may not be (x shared across the batch, or wrapped by torch.func.grad only)."""
+    return _out_of_place if _functorch_wrapped(index) else _in_place_write
 
 
 def _in_place_write(out: torch.Tensor, method: str, *args: object, **kwargs: object) -> torch.Tensor:

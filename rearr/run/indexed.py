@@ -135,7 +135,8 @@ def natively_checked(p: Any, backend: Any) -> frozenset[str]:
     """The indexes that only steps whose native call checks them (backend.checks_step_natively)
     read, each term the whole coordinate of one axis of its own length: the native call refuses a bad
     value there, so rearr need not look at the values first. Not under 'set', whose duplicate check
-    must see the values counted from the end."""
+    must see the values counted from the end, nor where another axis has length 0: the native call then
+    sees an empty (expanded) index and checks nothing."""
     checks_step = backend.checks_step_natively
     native, other = set(), set()
     for k, step in enumerate(p.steps):
@@ -147,7 +148,8 @@ def natively_checked(p: Any, backend: Any) -> frozenset[str]:
         else:
             other.update(t.index for t in getattr(step, "terms", ()))
             continue
-        by_native_call = checks_step(step) and getattr(step, "reduction", None) != "set"
+        empty = 0 in size or bool(p.layouts) and 0 in p.layouts[k].shape
+        by_native_call = checks_step(step) and getattr(step, "reduction", None) != "set" and not empty
         for dim, term in axes.items():
             ok = by_native_call and term.stride == 1 and dim < len(size) and size[dim] == term.length
             (native if ok else other).add(term.index)

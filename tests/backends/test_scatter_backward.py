@@ -400,3 +400,58 @@ def test_a_row_scatter_sum_has_forward_mode_for_hessians(reduction, with_into, l
         got = fwad.unpack_dual(ours(fwad.make_dual(x.clone().requires_grad_(), t), into)).tangent
         want = fwad.unpack_dual(torchs(fwad.make_dual(x.clone().requires_grad_(), t), into)).tangent
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("reduction", ["sum", "mean", "max", "min", "set"])
+def test_vmap_of_grad_with_a_shared_source_and_batched_indexes(pattern, reduction, lowering):
+    """torch.func.vmap(torch.func.grad(f), in_dims=(None, 0)): the source is shared (wrapped by grad
+    only), the index batched; each example's gradient is the gradient of its own call. (prod: torch's
+    own backward of scatter_reduce reads a value under vmap, which vmap refuses.)"""
+    x = _source(_n(reduction))
+    indexes = torch.stack([_index(pattern, reduction, seed) for seed in range(3)])
+
+    def f(s, i):
+        return (rearr.scatter(s, pattern, reduction, dst=i, v=V) ** 2).sum()
+
+    got = torch.func.vmap(torch.func.grad(f), in_dims=(None, 0))(x.detach(), indexes)
+    for k in range(3):
+        want = torch.func.grad(f)(x.detach(), indexes[k])
+        torch.testing.assert_close(got[k], want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("pattern", [ROWS, ALONG])
+@pytest.mark.parametrize("with_into", [False, True])
+def test_prod_under_forward_mode_is_refused_and_reverse_mode_is_right(pattern, with_into, lowering):
+    """torch's scatter_reduce 'prod' has a zero tangent: jvp, jacfwd, a forward-over-reverse Hessian and
+    forward_ad are refused with RA500 (not a zero returned); the fix the error names, reverse mode, gives
+    the true derivatives (here against the product of the other sources of each place, by hand)."""
+    import torch.autograd.forward_ad as fwad
+
+    idx = _index(pattern, "prod")
+    x = _source(E).detach()
+    into = _source(V, seed=4).detach() if with_into else None
+
+    def f(s):
+        return rearr.scatter(s, pattern, "prod", dst=idx, **({"into": into} if with_into else {"v": V}))
+
+    def square(s):
+        return (f(s) ** 2).sum()
+
+    t = torch.ones_like(x)
+    for refused in (lambda: torch.func.jvp(f, (x,), (t,)), lambda: torch.func.jacfwd(f)(x),
+                    lambda: torch.func.jacfwd(torch.func.jacrev(square))(x)):
+        with pytest.raises(rearr.RearrError, match="RA500: forward-mode AD through a 'prod' scatter") as info:
+            refused()
+        assert "jacrev" in info.value.hint
+    with fwad.dual_level(), pytest.raises(rearr.RearrError, match="RA500"):
+        f(fwad.make_dual(x, t))
+    jacobian = torch.func.jacrev(f)(x)  # d out[p, c] / d x[e, c] = the product of the others at p
+    full = idx[:, None].expand(x.shape) if idx.dim() == 1 else idx
+    for e, c in itertools.product(range(E), range(C)):
+        p = int(full[e, c])
+        others = x[:, c][(full[:, c] == p) & (torch.arange(E) != e)].prod()
+        others = others * (into[p, c] if with_into else 1)
+        assert torch.isclose(jacobian[p, c, e, c], others, rtol=1e-12)
+    hessian = torch.func.jacrev(torch.func.jacrev(square))(x)
+    torch.testing.assert_close(hessian, torch.autograd.functional.hessian(square, x), rtol=1e-10, atol=1e-10)

@@ -709,6 +709,41 @@ def test_masked_array_fix_hint_works():
     assert kept.sum() == m.sum()
 
 
+@pytest.mark.parametrize("lib", ["numpy", "torch", "jax", "dask"])
+def test_a_masked_index_is_refused_on_every_backend_and_its_fix_works(lib):
+    """torch.as_tensor, like np.asarray, drops a mask: the hidden value (here 9, out of range, or a
+    valid-looking one) would index. Refused alike everywhere, with a fix that runs."""
+    x = {"numpy": np.asarray, "torch": torch.as_tensor}.get(lib)
+    if x is None:
+        module = pytest.importorskip({"jax": "jax.numpy", "dask": "dask.array"}[lib])
+        x = module.asarray
+    data = x(np.arange(12.0).reshape(3, 4))
+    idx = np.ma.array([1, 9, 0], mask=[0, 1, 0])
+    for masked in (idx, np.ma.array([1, 2, 0], mask=[0, 1, 0])):
+        e = raises_rearr(lambda masked=masked: rearr.rearrange(data, "b n[idx] -> b", idx=masked), "RA500")
+        assert "masked index 'idx'" in e.message and "idx.filled(i)" in e.hint
+    fixed = rearr.rearrange(data, "b n[idx] -> b", idx=idx.filled(3))
+    np.testing.assert_array_equal(np.asarray(fixed), [1.0, 7.0, 8.0])
+
+
+@pytest.mark.parametrize("lib", [np.asarray, torch.as_tensor], ids=["numpy", "torch"])
+@pytest.mark.parametrize("mode", [True, "sync"])
+def test_an_index_is_checked_when_another_axis_is_empty(lib, mode):
+    """With another axis of length 0 the native call sees an empty (expanded) index and checks nothing:
+    rearr checks the values itself, as it does for any other shape."""
+    calls = {
+        "gather": lambda i: rearr.rearrange(lib(np.zeros((0, 3))), "b n[idx: k] -> b k", idx=i, check_bounds=mode),
+        "scatter": lambda i: rearr.scatter(lib(np.zeros((2, 0))), "k c -> n[idx: k] c", "sum", idx=i, n=3,
+                                           check_bounds=mode),
+        "scatter max": lambda i: rearr.scatter(lib(np.zeros((2, 0))), "k c -> n[idx: k] c", "max", idx=i, n=3,
+                                               check_bounds=mode),
+    }
+    for name, call in calls.items():
+        e = raises_rearr(lambda call=call: call(lib(np.array([0, 5]))), "RA501")
+        assert "holds 5" in e.message, name
+        assert tuple(call(lib(np.array([0, -1]))).shape) in ((0, 2), (3, 0)), name
+
+
 def _worker_error() -> None:
     rearr.rearrange(np.zeros(5), "(a b) -> a b", a=2)
 
