@@ -123,3 +123,27 @@ def test_input_is_not_modified_by_errors():
     with pytest.raises(rearr.RearrError):
         rearr.rearrange(x, "(a b) -> a b", a=4)
     np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_errors_that_name_an_index_put_the_caret_under_it(lib):
+    """An index's dtype, a duplicate under 'set', a masked index: the caret under the index's name in
+    its bracket, on the first call and on a call seen before (which runs from the direct table)."""
+    arr = np.asarray if lib == "numpy" else torch.as_tensor
+    good, dup = arr(np.array([0, 1, 2])), arr(np.array([0, 0, 1]))
+    calls = {
+        "dtype": (lambda: rearr.rearrange(arr(np.zeros((2, 3))), "b n[idx] -> b", idx=arr(np.array([0.5, 1.0]))),
+                  "b n[idx] -> b".index("idx")),
+        "set": (lambda idx=dup: rearr.scatter(arr(np.ones(3)), "k -> n[idx]", "set", idx=idx, n=4),
+                "k -> n[idx]".index("idx")),
+        "masked": (lambda: rearr.rearrange(arr(np.zeros((2, 3))), "b a[j] n[idx: b] -> b",
+                                           idx=np.ma.array([1, 2], mask=[0, 1]), j=arr(np.array([0, 1]))),
+                   "b a[j] n[idx: b] -> b".index("idx")),
+    }
+    calls["set"][0](good)  # seen before: the next call of that shape runs from the direct table
+    for name, (call, col) in calls.items():
+        for _ in range(2):
+            with pytest.raises(rearr.RearrError) as info:
+                call()
+            assert info.value.col == col, (name, str(info.value))
+            assert "index 'idx'" in info.value.message and "^" in str(info.value)

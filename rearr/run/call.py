@@ -118,6 +118,8 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
 
         raise recipe.swapped_arguments(op, tensor) from None
     if isinstance(e, RearrError):
+        if e.col is None and isinstance(pattern, str) and "[" in pattern and "index '" in e.message:
+            e = at_index(e, pattern)
         raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
                              shape=shape_of(tensor), op=op) from None
     if isinstance(e, RuntimeError | NotImplementedError):
@@ -129,6 +131,23 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
         except RearrError:  # not a tensor: e stands
             return
         policy.refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
+
+
+def at_index(e: RearrError, pattern: str) -> RearrError:
+    """e, which names an index of pattern (its dtype, a duplicate under 'set', a value that is not an
+    index), with the caret under that index's name in its bracket; e itself where the pattern has none."""
+    from ..rules import recipe  # here: only a failed call needs it
+
+    e_pattern = e.pattern if e.pattern is not None else pattern
+    try:
+        specs = recipe.index_specs(recipe.parse(e_pattern))
+    except RearrError:
+        return e
+    for spec in specs:
+        if f"index {spec.name!r}" in e.message:
+            return RearrError(e.message, code=e.code, pattern=e_pattern, col=spec.col, hint=e.hint, shape=e.shape,
+                              op=e.op)
+    return e
 
 
 def check_bounds_mode(value: object, op: str, pattern: object) -> None:
