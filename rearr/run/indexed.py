@@ -66,7 +66,7 @@ def unchecked_run(program: Callable, x: Any, env: IndexEnv, backend: Any) -> Any
     says how to find the bad value; any other error is the program's own."""
     try:
         return program(x, env)
-    except (IndexError, RuntimeError) as e:
+    except (IndexError, RuntimeError, ValueError) as e:
         if not index_fault(e):
             raise
         raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=env.text,
@@ -219,7 +219,8 @@ def index_fault(e: Exception) -> bool:
     """Whether a backend's error is an index out of range (numpy's IndexError, torch's messages),
     not an unsupported dtype or a failed allocation, which keep their own type and message."""
     text = str(e)
-    return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text
+    return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text \
+        or "must have no negative elements" in text  # np.bincount, which numpy's row scatters count with
 
 
 def check_into(into: Any, x: Any, backend: Any) -> None:

@@ -214,3 +214,15 @@ def test_unchecked_calls_seen_before_give_the_careful_paths_values_and_errors(li
     assert all("RA501" in e and "check_bounds=False" in e for e in seen), seen
     cache.direct.cache_clear()
     assert [_error(lambda: gather(bad)), _error(lambda: scatter(bad))] == seen
+
+
+@pytest.mark.parametrize("reduction", ["mean", "max", "min", "prod"])
+def test_an_unchecked_negative_row_index_on_numpy_is_ra501_not_bincounts_error(reduction):
+    """check_bounds=False promises 0 <= i < n; numpy's row scatters count with np.bincount, whose
+    ValueError for a negative value is the RA501 that says how to find it, cold and seen before."""
+    src = np.ones((3, 2))
+    call = lambda idx: rearr.scatter(src, "e c -> v[dst: e] c", reduction, dst=idx, v=4,  # noqa: E731
+                                     check_bounds=False)
+    _seen_before(lambda: call(np.array([0, 1, 1])))
+    for _ in range(2):
+        assert "RA501" in _error(lambda: call(np.array([0, -1, 1])))
