@@ -15,9 +15,14 @@ that numpy gives. A traced index is checked inside the program: a reduction
 finds whether any value is out of range (or, under 'set', any position written
 twice), and a ``lax.cond`` calls back to Python only then, where the same
 RearrError is raised; jax reports it as a ``JaxRuntimeError`` from the call.
-The callback is a ``jax.pure_callback`` whose result is the index itself, so
-that jax keeps it: a ``debug.callback`` is an effect, and an effect takes every
-call of the jitted program off jax's fast dispatch path.
+The callback is a ``jax.pure_callback`` whose result (a 0) the wrap of negative
+values reads, so that jax keeps it: a ``debug.callback`` is an effect, and an
+effect takes every call of the jitted program off jax's fast dispatch path. Only
+where no result reads the index (an axis of length 0, an empty result: XLA drops
+that work, and the pure callback with it) is the check kept by an effect, an
+``io_callback`` (_on_host_always, _keep_checks). A traced unsigned index that
+the cast to the index dtype could wrap is checked the same way before the cast
+(convert_index), and the error names the value passed.
 
 With check_bounds=False a value out of range has jax's semantics, chosen here
 explicitly: a gather fills (``mode="fill"``: NaN, or the least value of a signed
@@ -30,6 +35,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import RearrError
@@ -62,11 +68,12 @@ INDEXES_OTHER = False
 
 def load() -> None:
     """Bind jax (the registry calls this once, when the first jax array arrives)."""
-    global jax, jnp, lax, np, TENSOR, _Tracer
+    global jax, jnp, lax, np, io_callback, TENSOR, _Tracer
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax import lax
+    from jax.experimental import io_callback
 
     _aa.load()
     TENSOR = type(jnp.zeros(()))
@@ -96,7 +103,20 @@ def _has_values(t: Any) -> bool:
 # --- the run-time check of a traced index -------------------------------------------
 
 
-def _on_host_if(bad: Any, keep: Any, check: Any, *seen: Any) -> Any:
+def _each_example(check: Callable, seen: tuple) -> Callable:
+    """The host function that runs ``check`` on each example of the arrays that stand for ``seen``
+    (vmap adds leading axes to them)."""
+    shapes = [tuple(a.shape) for a in seen]
+
+    def on_host(*arrays) -> None:
+        arrays = [np.asarray(a).reshape((-1, *shape)) for a, shape in zip(arrays, shapes)]
+        for example in zip(*arrays):
+            check(*example)
+
+    return on_host
+
+
+def _on_host_if(bad: Any, keep: Any, check: Callable, *seen: Any) -> Any:
     """``keep``, passed through Python on the host when ``bad`` (a traced scalar) is true, where
     ``check(*seen)`` (numpy arrays; keep itself when seen is empty) raises the RearrError.
 
@@ -104,12 +124,10 @@ def _on_host_if(bad: Any, keep: Any, check: Any, *seen: Any) -> Any:
     and check sees every example. The result takes keep's place in the caller's computation, which
     keeps the callback in the program."""
     seen = seen or (keep,)
-    shapes = [tuple(a.shape) for a in seen]
+    check_each = _each_example(check, seen)
 
     def on_host(k, *arrays):
-        arrays = [np.asarray(a).reshape((-1, *shape)) for a, shape in zip(arrays, shapes)]  # vmap adds axes
-        for example in zip(*arrays):
-            check(*example)
+        check_each(*arrays)
         return np.asarray(k)
 
     def call(k, *arrays):
@@ -119,11 +137,49 @@ def _on_host_if(bad: Any, keep: Any, check: Any, *seen: Any) -> Any:
     return lax.cond(bad, call, lambda k, *arrays: k, keep, *seen)
 
 
+def _on_host_always(check: Callable, *seen: Any) -> None:
+    """``check(*seen)`` on the host on every run, as an effect: for a check whose result nothing would
+    read (XLA drops what an empty result does not need, a pure callback with it). An effect takes the
+    program off jax's fast dispatch path, so only such programs have one."""
+    io_callback(_each_example(check, seen), None, *seen, ordered=False)
+
+
+def _first_where(a, bad) -> tuple[int, tuple[int, ...]] | None:
+    """The value of a at the first position where bad holds, and that position; None if none. len(),
+    not .size: argwhere of a 0-d array (an example of a 0-d index) has one row of no coordinates."""
+    at = np.argwhere(bad)
+    if not len(at):
+        return None
+    position = tuple(int(b) for b in at[0])
+    return int(a[position]), position
+
+
 def _raise_out_of_range(use: IndexUse, text: str, a) -> None:
     n = use.length
-    bad = np.argwhere((a < -n) | (a >= n))
-    if bad.size:
-        raise _common.out_of_range(use, text, int(a[tuple(bad[0])]), tuple(int(b) for b in bad[0]))
+    found = _first_where(a, (a < -n) | (a >= n))
+    if found:
+        raise _common.out_of_range(use, text, *found)
+
+
+def _raise_beyond(name: str, text: str, bits: int, a) -> None:
+    found = _first_where(a, a > 2 ** (bits - 1) - 1)
+    if found:
+        raise _common.beyond_index_range(name, text, *found, bits)
+
+
+def convert_index(value: object, like: Any, name: str, text: str, mode: bool | str = True) -> Any:
+    """The Array API backend's conversion. A traced unsigned index whose values the cast to the index
+    dtype could wrap (uint32 to int32 without x64, uint64 to int64) is checked before it, inside the
+    program, and the error names the value as passed; with check_bounds=False it is cast as it is."""
+    if isinstance(value, _Tracer) and mode and jnp.issubdtype(value.dtype, jnp.unsignedinteger):
+        dtype = _aa._index_dtype(jnp)
+        have, want = jnp.iinfo(value.dtype), jnp.iinfo(dtype)
+        if have.max > want.max:
+            # The cast reads the check's 0: a check that the program drops is no check.
+            zero = _on_host_if(jnp.any(value > want.max), jnp.zeros((), dtype),
+                               functools.partial(_raise_beyond, name, text, want.bits), value)
+            return value.astype(dtype) + zero
+    return _aa.convert_index(value, like, name, text, mode)
 
 
 def check_index(t: Any, use: IndexUse, text: str, mode: bool | str = True) -> Any:
@@ -139,6 +195,9 @@ def check_index(t: Any, use: IndexUse, text: str, mode: bool | str = True) -> An
         if int(a.view(f"u{a.itemsize}").max()) < n:
             return t
         return t if _numpy.check_index(a, use, text) is a else jnp.where(t < 0, t + n, t)
+    if n == 0:  # every value is out of range, and nothing that XLA keeps reads one: see _on_host_always
+        _on_host_always(functools.partial(_raise_out_of_range, use, text), t)
+        return t
     # The check's result is the 0 that the wrap of negative values compares with (the cond keeps it only
     # where it is used): a scalar through the cond, and no copy of the index, which XLA makes for an
     # array that passes through one.
@@ -341,6 +400,22 @@ def scatteralong(step: ScatterAlong):
 _INDEXING = (TakeRows, GatherAlong, AdvancedIndex, ScatterRows, ScatterAlong)
 
 
+def _nothing(*arrays: Any) -> None:
+    """The host side of _keep_checks' effect: the checks have run by then."""
+
+
+def _keep_checks(x: Any, env: IndexEnv) -> Any:
+    """x, the plan's result. An empty result reads no index, so XLA would drop the in-program checks
+    of the traced indices (pure callbacks) with the work that led to it: an effect that reads each
+    checked index keeps them. Decided while jax traces; a non-empty result, or check_bounds=False,
+    has no effect added (an eager call's program has it too: its indices were checked on the host)."""
+    if env.checks and math.prod(x.shape) == 0:
+        traced = [t for t in env.indices.values() if isinstance(t, _Tracer) and math.prod(t.shape)]
+        if traced:
+            io_callback(_nothing, None, *traced, ordered=False)
+    return x
+
+
 def program(steps: tuple, calls: tuple) -> tuple:
     """An indexed plan as one jax.jit program of x and the call's values: an eager call is one dispatch,
     and the reshapes between its steps are not copies. Not a plan that scatters with 'set' (an eager
@@ -348,19 +423,21 @@ def program(steps: tuple, calls: tuple) -> tuple:
     not trace), nor one without indices."""
     if not any(isinstance(s, _INDEXING) for s in steps):
         return calls
+    calls = (*calls, _keep_checks)
     for s in steps:
         if isinstance(s, ScatterRows | ScatterAlong) and s.reduction == "set" or \
                 isinstance(s, Reduce) and callable(s.reduction):
             return calls
 
-    def run_all(x, indices, into, *, fill, text):
-        env = IndexEnv(text, indices, fill.value, into)
+    def run_all(x, indices, into, *, fill, text, checks):
+        env = IndexEnv(text, indices, fill.value, into, checks)
         for f in calls:
             x = f(x, env)
         return x
 
-    jitted = jax.jit(run_all, static_argnames=("fill", "text"))
-    return (lambda x, env: jitted(x, env.indices, env.into, fill=_Static(env.fill), text=env.text),)
+    jitted = jax.jit(run_all, static_argnames=("fill", "text", "checks"))
+    return (lambda x, env: jitted(x, env.indices, env.into, fill=_Static(env.fill), text=env.text,
+                                  checks=env.checks),)
 
 
 # --- the code explain prints --------------------------------------------------------
@@ -464,7 +541,8 @@ class JaxBackend(ArrayApiBackend):
 
     name = name
     STEPS, CODE, INDEXES_OTHER = STEPS, CODE, INDEXES_OTHER
-    accepts, to_numpy, check_index, program = map(staticmethod, (accepts, to_numpy, check_index, program))
+    accepts, to_numpy, convert_index, check_index, program = map(
+        staticmethod, (accepts, to_numpy, convert_index, check_index, program))
 
     def load(self) -> None:
         load()

@@ -389,3 +389,108 @@ def test_a_jitted_gather_is_the_hand_written_program_plus_the_check(size, monkey
     assert Counter(on) - Counter(off) == Counter(CHECK) and len(on) == len(off) + len(CHECK)
     compiled = jax.jit(lambda x, i: rearr.rearrange(x, GATHER, idx=i)).lower(x, idx).compile().as_text()
     assert " copy(" not in compiled[compiled.index("ENTRY"):]
+
+
+# --- traced indices that are easy to miss: 0-d, unsigned, read by no result -------------
+
+X2 = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+
+
+def _eager_message(f, *args) -> str:
+    with pytest.raises(rearr.RearrError) as e:
+        f(*args)
+    assert e.value.code == "RA501"
+    return e.value.message
+
+
+def _fails_as_eager(f, *args) -> None:
+    """f under jax.jit fails the call with the message of its eager RearrError."""
+    want = _eager_message(f, *args)
+    with runtime_error() as e:
+        jax.block_until_ready(jax.jit(f)(*args))
+    assert want in str(e.value), (want, str(e.value)[:500])
+
+
+@pytest.mark.parametrize("value", [4, -5, 9])
+def test_a_0d_traced_index_is_checked(value: int) -> None:
+    """A 0-d index reaches the check's callback as one value, at position (), under jit, vmap and
+    lax.scan; good values still run."""
+    def row(x, i):
+        return rearr.rearrange(x, "b n[i:] -> b", i=i)
+
+    x = jnp.asarray(X2)
+    assert f"holds {value} at position ()" in _eager_message(row, x, jnp.array(value))
+    _fails_as_eager(row, x, jnp.array(value))
+    same(jax.jit(row)(x, jnp.array(-1)), X2[:, 3])
+    _fails_as_eager(lambda s, i: rearr.scatter(s, "b -> b n[i:]", "sum", i=i, n=4), jnp.ones(3), jnp.array(value))
+    each = jax.vmap(lambda r, i: rearr.rearrange(r, "n[i:] ->", i=i))
+    with runtime_error(f"holds {value} at position \\(\\)"):
+        jax.block_until_ready(each(x, jnp.array([0, value, 0])))
+    same(each(x, jnp.array([0, -1, 2])), [0.0, 7.0, 10.0])
+
+    def step(carry, i):
+        return carry + row(x, i).sum(), None
+
+    with runtime_error(f"holds {value} at position \\(\\)"):
+        jax.block_until_ready(jax.jit(lambda ii: jax.lax.scan(step, 0.0, ii))(jnp.array([1, value])))
+
+
+@pytest.mark.parametrize("value", [2**32 - 1, 2**31])
+def test_a_traced_unsigned_index_is_refused_before_its_cast_wraps(value: int) -> None:
+    """uint32 becomes int32 (jax without x64): under a trace the value is checked before the cast, and
+    the error names it as passed, as the eager call does."""
+    def gather1(x, i, **kw):
+        return rearr.rearrange(x, "n[i: k] -> k", i=i, **kw)
+
+    x, i = jnp.arange(4.0), jnp.array([0, value], jnp.uint32)
+    assert f"holds {value} at position (1,), larger than any axis can be (2**31 - 1)" in _eager_message(gather1, x, i)
+    _fails_as_eager(gather1, x, i)
+    with runtime_error(f"holds {value} at position \\(1,\\)"):
+        jax.block_until_ready(jax.vmap(lambda i: gather1(x, i))(jnp.stack([i, i[::-1]])))
+    same(jax.jit(gather1)(x, jnp.array([3, 0], jnp.uint32)), [3.0, 0.0])
+    with runtime_error("holds 4 at position \\(0,\\), outside axis 'n'"):  # in the int32 range: the range check
+        jax.block_until_ready(jax.jit(gather1)(x, jnp.array([4, 0], jnp.uint32)))
+    unchecked = jax.jit(lambda x, i: gather1(x, i, check_bounds=False))
+    assert np.asarray(unchecked(x, jnp.array([3, 0], jnp.uint32))).tolist() == [3.0, 0.0]
+    unchecked(x, i).block_until_ready()  # check_bounds=False promised the values: no error
+
+
+# Calls whose result reads no index value (an empty result, or an axis of length 0): XLA drops what
+# leads to the result, and the check's callback with it unless the check is kept by an effect.
+# (pattern, reduction or None for a gather, lengths, x's shape, a bad index, a good one or None)
+DROPPED = {
+    "scatter into n=0": ("k c -> n[i: k] c", "sum", {"n": 0}, (1, 2), [0], None),
+    "scatter 'set' into n=0": ("k c -> n[i: k] c", "set", {"n": 0}, (1, 2), [0], None),
+    "scatter, c=0": ("k c -> n[i: k] c", "sum", {"n": 4}, (1, 0), [7], [3]),
+    "scatter 'set', c=0": ("k c -> n[i: k] c", "set", {"n": 4}, (2, 0), [1, -5], [1, -1]),
+    "scatter 'max' along, c=0": ("b k c -> b n[i: b k] c", "max", {"n": 4}, (2, 3, 0), [[0, 1, 2], [3, -5, 0]],
+                                 [[0, 1, 2], [3, -4, 0]]),
+    "gather from n=0": ("b n[i: b k] -> b k", None, {}, (2, 0), [[0], [0]], None),
+    "gather rows from n=0": ("n[i: k] c -> k c", None, {}, (0, 3), [0, 0], None),
+    "gather, c=0": ("b t[i: b k] c -> b k c", None, {}, (2, 8, 0), [[0, 9], [1, 2]], [[0, 7], [1, -8]]),
+    "gather, b=0": ("b n[i: k] -> b k", None, {}, (0, 4), [9, 0], [3, -4]),
+}
+
+
+@pytest.mark.parametrize("case", DROPPED)
+def test_a_check_that_no_result_reads_still_fails_the_call(case: str) -> None:
+    """The eager RearrError fails the jitted call too (under vmap as well); a good index still runs,
+    and check_bounds=False stays unchecked."""
+    pattern, reduction, lengths, shape, bad_idx, good_idx = DROPPED[case]
+
+    def f(x, i, **kw):
+        if reduction is None:
+            return rearr.rearrange(x, pattern, i=i, **lengths, **kw)
+        return rearr.scatter(x, pattern, reduction, i=i, **lengths, **kw)
+
+    x, i = jnp.ones(shape), jnp.asarray(np.array(bad_idx, np.int32))
+    _fails_as_eager(f, x, i)
+    with runtime_error("RA501"):
+        jax.block_until_ready(jax.jit(jax.vmap(f, in_axes=(None, 0)))(x, jnp.stack([i, i])))
+    unchecked = jax.jit(lambda x, i: f(x, i, check_bounds=False))
+    assert unchecked(x, i).shape == jax.eval_shape(f, x, i).shape  # check_bounds=False: no error
+    assert "io_callback" not in str(jax.make_jaxpr(unchecked)(x, i))  # nor an effect
+    if good_idx is not None:
+        good, want = jnp.asarray(np.array(good_idx, np.int32)), f(np.ones(shape), np.array(good_idx))
+        same(jax.jit(f)(x, good), want)
+        same(f(x, good), want)
