@@ -11,11 +11,14 @@ from torch._C._functorch import is_functorch_wrapped_tensor as _functorch_wrappe
 from ..errors import RearrError
 
 
-def refuse_forward_mode_prod(text: str) -> None:
-    """A 'prod' scatter under forward-mode AD (a dual level is open: torch.func.jvp, jacfwd, a Hessian by
-    jacfwd(jacrev(f)), torch.autograd.forward_ad) is refused: torch's scatter_reduce 'prod' gives a zero
-    tangent, and its backward's forward derivative (a forward-over-reverse Hessian) reads the same op."""
-    if _forward_ad._current_level >= 0:
+def refuse_forward_mode_prod(text: str, *tensors: torch.Tensor | None) -> None:
+    """A 'prod' scatter of tensors that may carry a forward-mode tangent (a dual level is open:
+    torch.func.jvp, jacfwd, a Hessian by jacfwd(jacrev(f)), torch.autograd.forward_ad) is refused:
+    torch's scatter_reduce 'prod' gives a zero tangent, and its backward's forward derivative (a
+    forward-over-reverse Hessian) reads the same op. A tensor without one (a constant) passes."""
+    if _forward_ad._current_level >= 0 and any(
+            t is not None and (_functorch_wrapped(t) or _forward_ad.unpack_dual(t).tangent is not None)
+            for t in tensors):
         raise RearrError("forward-mode AD through a 'prod' scatter: torch's scatter_reduce 'prod' computes a "
                          "zero tangent, which rearr does not return", code="RA500", pattern=text,
                          hint="use reverse mode: torch.func.jacrev (a Hessian: jacrev(jacrev(f))) or "

@@ -408,7 +408,8 @@ def _keep_checks(x: Any, env: IndexEnv) -> Any:
     """x, the plan's result. An empty result reads no index, so XLA would drop the in-program checks
     of the traced indices (pure callbacks) with the work that led to it: an effect that reads each
     checked index keeps them. Decided while jax traces; a non-empty result, or check_bounds=False,
-    has no effect added (an eager call's program has it too: its indices were checked on the host)."""
+    has no effect added. (jax.checkpoint refuses an effect: a checkpointed function whose result is
+    empty cannot take a traced, checked index.)"""
     if env.checks and math.prod(x.shape) == 0:
         traced = [t for t in env.indices.values() if isinstance(t, _Tracer) and math.prod(t.shape)]
         if traced:
@@ -423,21 +424,27 @@ def program(steps: tuple, calls: tuple) -> tuple:
     not trace), nor one without indices."""
     if not any(isinstance(s, _INDEXING) for s in steps):
         return calls
-    calls = (*calls, _keep_checks)
     for s in steps:
         if isinstance(s, ScatterRows | ScatterAlong) and s.reduction == "set" or \
                 isinstance(s, Reduce) and callable(s.reduction):
-            return calls
+            return (*calls, _keep_checks)  # run op by op: a tracer here is the caller's
 
-    def run_all(x, indices, into, *, fill, text, checks):
+    def run_all(x, indices, into, *, fill, text, checks, keep):
         env = IndexEnv(text, indices, fill.value, into, checks)
         for f in calls:
             x = f(x, env)
-        return x
+        return _keep_checks(x, env) if keep else x
 
-    jitted = jax.jit(run_all, static_argnames=("fill", "text", "checks"))
-    return (lambda x, env: jitted(x, env.indices, env.into, fill=_Static(env.fill), text=env.text,
-                                  checks=env.checks),)
+    jitted = jax.jit(run_all, static_argnames=("fill", "text", "checks", "keep"))
+
+    def run(x: Any, env: IndexEnv) -> Any:
+        # keep: the caller traces an index, whose check runs in the program (an eager call's indices were
+        # checked on the host, and an effect would only cost it, and refuse jax.checkpoint)
+        keep = bool(env.checks) and any(isinstance(t, _Tracer) for t in env.indices.values())
+        return jitted(x, env.indices, env.into, fill=_Static(env.fill), text=env.text, checks=env.checks,
+                      keep=keep)
+
+    return (run,)
 
 
 # --- the code explain prints --------------------------------------------------------

@@ -489,7 +489,7 @@ def scatterrows(step: ScatterRows):
 
     def run(x, env):
         if prod:
-            _autograd.refuse_forward_mode_prod(env.text)
+            _autograd.refuse_forward_mode_prod(env.text, x, env.into)
         flat = flat_fn(env, x)
         base = _common.arranged_into(env, into_calls)
         fill = env.fill
@@ -641,7 +641,7 @@ def scatteralong(step: ScatterAlong):
 
     def run(x, env):
         if prod:
-            _autograd.refuse_forward_mode_prod(env.text)
+            _autograd.refuse_forward_mode_prod(env.text, x, env.into)
         if zeros is not None and env.into is None and env.fill == 0 and x.is_cpu and x.__class__ is TENSOR \
                 and _tracing_state() is None:
             base = zeros.get(x.dtype)

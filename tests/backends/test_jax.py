@@ -494,3 +494,16 @@ def test_a_check_that_no_result_reads_still_fails_the_call(case: str) -> None:
         good, want = jnp.asarray(np.array(good_idx, np.int32)), f(np.ones(shape), np.array(good_idx))
         same(jax.jit(f)(x, good), want)
         same(f(x, good), want)
+
+
+@pytest.mark.parametrize("call", ["gather", "scatter"])
+def test_grad_of_a_checkpointed_call_with_an_empty_result(call):
+    """An eager index is checked on the host: its program carries no effect, which jax.checkpoint's
+    partial evaluation refuses (an empty result is where the traced checks need one)."""
+    i = jnp.array([0, 1])
+    if call == "gather":
+        f, x = (lambda x: (rearr.rearrange(x, "n[ix: k] c -> k c", ix=i) ** 2).sum()), jnp.zeros((4, 0))
+    else:
+        f, x = (lambda x: (rearr.scatter(x, "e c -> n[i: e] c", "sum", i=i, n=4) ** 2).sum()), jnp.zeros((2, 0))
+    assert jax.grad(jax.checkpoint(f))(x).shape == x.shape
+    assert jax.jit(jax.grad(jax.checkpoint(f)))(x).shape == x.shape

@@ -455,3 +455,25 @@ def test_prod_under_forward_mode_is_refused_and_reverse_mode_is_right(pattern, w
         assert torch.isclose(jacobian[p, c, e, c], others, rtol=1e-12)
     hessian = torch.func.jacrev(torch.func.jacrev(square))(x)
     torch.testing.assert_close(hessian, torch.autograd.functional.hessian(square, x), rtol=1e-10, atol=1e-10)
+
+
+def test_a_prod_scatter_of_constants_under_forward_mode_is_not_refused(lowering):
+    """Only a source (or into=) that carries a tangent is refused: a prod of constants inside jvp has
+    the right (zero) tangent, and a dual level with nothing dual in it refuses nothing."""
+    import torch.autograd.forward_ad as fwad
+
+    idx, const = _index(ROWS, "prod"), _source(E).detach()
+    want = _hand(const, idx, "prod")
+
+    def f(s):
+        return s.sum() + rearr.scatter(const, ROWS, "prod", dst=idx, v=V).sum()
+
+    s = torch.rand(3, dtype=torch.float64)
+    value, tangent = torch.func.jvp(f, (s,), (torch.ones_like(s),))
+    torch.testing.assert_close(value, s.sum() + want.sum())
+    torch.testing.assert_close(tangent, torch.tensor(3.0, dtype=torch.float64))
+    with fwad.dual_level():
+        assert torch.equal(rearr.scatter(const, ROWS, "prod", dst=idx, v=V), want)
+        with pytest.raises(rearr.RearrError, match="RA500"):  # a dual into= carries one
+            rearr.scatter(const, ROWS, "prod", dst=idx, into=fwad.make_dual(const[:V].clone(), torch.ones(V, C,
+                                                                                                   dtype=torch.float64)))
