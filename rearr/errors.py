@@ -80,13 +80,15 @@ class RearrError(ValueError, RuntimeError):
         pattern: str | None = None,
         shape: object = None,
         op: str | None = None,
+        col: int | None = None,
     ) -> RearrError:
-        """A copy with the call's pattern, input shape and operation filled in."""
+        """A copy with the call's pattern, input shape and operation (and a column in the pattern)
+        filled in where it has none."""
         return RearrError(
             self.message,
             code=self.code,
             pattern=self.pattern if self.pattern is not None else pattern,
-            col=self.col,
+            col=self.col if self.col is not None else col,
             hint=self.hint,
             shape=self.shape if self.shape is not None else shape,
             op=self.op if self.op is not None else op,

@@ -118,10 +118,9 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
 
         raise recipe.swapped_arguments(op, tensor) from None
     if isinstance(e, RearrError):
-        if e.col is None and isinstance(pattern, str) and "[" in pattern and "index '" in e.message:
-            e = at_index(e, pattern)
-        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None,
-                             shape=shape_of(tensor), op=op) from None
+        text = pattern if isinstance(pattern, str) else None
+        col = index_col(e, text) if e.col is None and text is not None and "index '" in e.message else None
+        raise e.with_context(pattern=text, shape=shape_of(tensor), op=op, col=col) from None
     if isinstance(e, RuntimeError | NotImplementedError):
         from ..planning import policy  # here: only a failed call needs it
 
@@ -133,21 +132,16 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
         policy.refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
 
 
-def at_index(e: RearrError, pattern: str) -> RearrError:
-    """e, which names an index of pattern (its dtype, a duplicate under 'set', a value that is not an
-    index), with the caret under that index's name in its bracket; e itself where the pattern has none."""
+def index_col(e: RearrError, pattern: str) -> int | None:
+    """Where in its pattern the index that e names (its dtype, a duplicate under 'set', a value that is
+    not an index) sits: the column of its name in its bracket; None where the pattern has no such index."""
     from ..rules import recipe  # here: only a failed call needs it
 
-    e_pattern = e.pattern if e.pattern is not None else pattern
     try:
-        specs = recipe.index_specs(recipe.parse(e_pattern))
+        specs = recipe.index_specs(recipe.parse(e.pattern if e.pattern is not None else pattern))
     except RearrError:
-        return e
-    for spec in specs:
-        if f"index {spec.name!r}" in e.message:
-            return RearrError(e.message, code=e.code, pattern=e_pattern, col=spec.col, hint=e.hint, shape=e.shape,
-                              op=e.op)
-    return e
+        return None
+    return next((spec.col for spec in specs if f"index {spec.name!r}" in e.message), None)
 
 
 def check_bounds_mode(value: object, op: str, pattern: object) -> None:
