@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import RearrError, nearest
@@ -82,21 +81,6 @@ def backend_for(x: object) -> Backend:
         hint="pass a numpy array, a torch tensor, a dask array, an Array API array (jax, array-api-strict ...), "
         "or a list of equal-shaped ones",
     )
-
-
-def compile_plan(steps: tuple, backend: Backend) -> tuple[Callable, ...]:
-    """Each step as the backend's native call(s), ready to run, after the plan's dtype check if it needs one."""
-    calls, check = compile_steps(steps, backend)
-    return calls if check is None else (check, *calls)
-
-
-def compile_steps(steps: tuple, backend: Backend) -> tuple[tuple[Callable, ...], Callable | None]:
-    """Each step as the backend's native call(s), and apart, the plan's dtype check (policy.prelude) or None."""
-    from ..planning import policy  # here, once per new plan: `import rearr` does not load it
-
-    table = backend.STEPS
-    calls = tuple(table[type(step)](step) for step in steps)
-    return backend.program(steps, calls), policy.prelude(steps, backend)
 
 
 def _by_name() -> dict[str, str]:

@@ -22,11 +22,32 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ..errors import RearrError
-from ..planning.plan import STEP_KINDS, IndexEnv, IndexUse  # noqa: F401 (IndexEnv: the backends read it from here)
+from ..planning.plan import STEP_KINDS, IndexUse
 
 StepCall = Callable[[Any, Any], Any]  # (x, env: IndexEnv | None) -> x
 StepFactory = Callable[[Any], StepCall]  # step -> its call, made once per plan and cached
 CodeTemplate = Callable[..., list]  # (step, layout before it, names) -> the lines explain prints
+
+
+class IndexEnv:
+    """What the step calls of an indexed call read besides x: the index tensors by name, and the call's
+    values. The run stage (rearr.run.indexed) makes one per call; a backend's program may make its own
+    (jax rebuilds it inside its jax.jit program). It is the contract's, not the plan's: a Plan is data
+    fixed before any tensor is seen.
+
+    The index tensors sit in their own dict, so that an index may be named
+    text, fill or into without taking the place of the call's own values.
+    """
+
+    __slots__ = ("checks", "fill", "indices", "into", "text")
+
+    def __init__(self, text: str, indices: dict[str, Any], fill: object = 0, into: Any = None,
+                 checks: bool | str = True) -> None:
+        self.text = text  # the pattern, for the errors that the steps raise
+        self.indices = indices  # index name -> its converted, checked tensor
+        self.fill = fill  # scatter: the value of positions that nothing writes
+        self.into = into  # scatter: the tensor the result starts from, or None
+        self.checks = checks  # the call's check_bounds= (rules.arguments.CHECK_BOUNDS): how 'set' checks duplicates
 
 
 class Backend:
@@ -127,7 +148,7 @@ class Backend:
 
     def unusual(self, x: object) -> str | None:
         """What kind of tensor x is when the framework refused it for its layout (sparse, nested,
-        quantized ...), for rearr.planning.policy's RearrError; None otherwise."""
+        quantized ...), for the RearrError of rearr.run.call.refuse_unusual; None otherwise."""
         return None
 
     def program(self, steps: tuple, calls: tuple[StepCall, ...]) -> tuple[StepCall, ...]:
@@ -143,6 +164,14 @@ OPTIONAL: tuple[str, ...] = ("load", "checks_natively", "checks_step_natively", 
                              "unusual", "program")
 ATTRIBUTES: tuple[str, ...] = ("name", "STEPS", "TENSOR", "CODE", "INDEXES_OTHER", "READY_INDEXES",
                                "EINSUM_MATMUL")
+
+
+def native_calls(steps: tuple, backend: Backend) -> tuple[StepCall, ...]:
+    """Each step as the backend's native call(s) (its STEPS factories, then its program hook). rearr.run
+    compiles a call's Plan with it (adding the plan's dtype check); a backend compiles its own sub-plans
+    with it (the steps that bring into= to a scatter's layout)."""
+    table = backend.STEPS
+    return backend.program(steps, tuple(table[type(step)](step) for step in steps))
 
 
 def _defines(cls: type, name: str) -> bool:

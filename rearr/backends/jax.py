@@ -54,11 +54,11 @@ from ..planning.plan import (
 )
 from . import _code, _common
 from . import array_api as _aa
-from . import compile_plan as _compile
 from . import numpy as _numpy
 from ._code import CodeNames, tup
 from .array_api import ArrayApiBackend
 from .contract import IndexEnv
+from .contract import native_calls as _compile
 
 name = "jax"
 TENSOR: type = type(None)  # jax's concrete array class, bound by load()

@@ -24,9 +24,9 @@ from ..planning.plan import (
     TakeRows,
 )
 from . import _code, _common
-from . import compile_plan as _compile
 from ._code import CodeNames, args, tup
 from .contract import Backend, IndexEnv
+from .contract import native_calls as _compile
 
 if TYPE_CHECKING:
     import numpy as np

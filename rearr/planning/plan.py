@@ -8,7 +8,7 @@ plan is all that the backends, explain and api read.
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import get_args
 
 from .._record import Record
 from ..rules.recipe import IndexSpec
@@ -149,24 +149,3 @@ class Plan(Record):
     def is_view(self) -> bool:
         """Whether the result shares memory with a contiguous input."""
         return all(step.view for step in self.steps)
-
-
-# --- what an indexed call's steps read at run time -----------------------------------
-
-
-class IndexEnv:
-    """What the steps of an indexed call read besides x: the index tensors by name, and the call's values.
-
-    The index tensors sit in their own dict, so that an index may be named
-    text, fill or into without taking the place of the call's own values.
-    """
-
-    __slots__ = ("checks", "fill", "indices", "into", "text")
-
-    def __init__(self, text: str, indices: dict[str, Any], fill: object = 0, into: Any = None,
-                 checks: bool | str = True) -> None:
-        self.text = text  # the pattern, for the errors that the steps raise
-        self.indices = indices  # index name -> its converted, checked tensor
-        self.fill = fill  # scatter: the value of positions that nothing writes
-        self.into = into  # scatter: the tensor the result starts from, or None
-        self.checks = checks  # the call's check_bounds= (rules.arguments.CHECK_BOUNDS): how 'set' checks duplicates

@@ -14,28 +14,21 @@ holds). From those answers this module decides, the same way for every backend:
 - a scatter's ``fill=`` must be a value the dtype holds exactly;
 - no tensor of the plan may need more bytes than int64 counts.
 
-`prelude(steps, backend)` turns these into one check ``f(x, env) -> x`` that
-runs first, and only for plans that need it: a named reduction, an index, or
-lengths so large that the byte count matters. Plain rearrange and repeat plans
-get none, so their hot path is unchanged.
+The run stage turns these into one check that runs before a plan's native calls
+(rearr.run.program.prelude), and only for plans that need it.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import RearrError
-from ..rules.arguments import symbolic_number
 from ..rules.recipe import INT64_MAX
-from .plan import AdvancedIndex, Expand, GatherAlong, Reduce, Reshape, ScatterAlong, ScatterRows, TakeRows
 
 KINDS = ("bool", "int", "uint", "float", "complex", "other")
 NUMBERS = frozenset(KINDS[:-1])
-# Below this many elements no dtype (itemsize <= 2**20 bytes) can reach INT64_MAX bytes: no check needed.
-_SMALL = 2**43
 
 
 def mean_of_integers(dtype: object) -> RearrError:
@@ -110,70 +103,8 @@ def _bad_fill(fill: Any, dtype: object, why: str) -> RearrError:
                       hint="pass a fill= that the dtype holds, or convert the source to a dtype that holds it")
 
 
-def refuse_unusual(error: Exception, backend: Any, values: Any) -> None:
-    """Raise the RearrError for a backend failure caused by an input the backend runs few ops on
-    (torch's sparse and nested tensors); return when no input is one (the caller re-raises).
-    ``backend``: a rearr.backends.contract.Backend (planning sits below the backends: not imported)."""
-    for v in values:
-        what = backend.unusual(v)
-        if what is not None:
-            raise RearrError(f"{backend.name} cannot run this pattern on {what}: {error}"[:400], code="RA500",
-                             hint="convert it to a dense tensor first: x.to_dense(), or "
-                             "x.to_padded_tensor(0) for a nested one") from error
-
-
 def check_bytes(elements: int, itemsize: int) -> None:
     if elements * itemsize > INT64_MAX:
         raise RearrError(f"a tensor of {elements} elements of {itemsize} bytes would need "
                          f"{elements * itemsize} bytes, more than int64 counts", code="RA305",
                          hint="use smaller lengths")
-
-
-_GATHERS = (TakeRows, GatherAlong, AdvancedIndex)
-_SCATTERS = (ScatterRows, ScatterAlong)
-
-
-def prelude(steps: tuple, backend: Any) -> Callable[[Any, Any], Any] | None:
-    """The one dtype check a plan needs before its native calls run, or None."""
-    reductions = [s.reduction for s in steps if isinstance(s, Reduce) and isinstance(s.reduction, str)]
-    scatter = next((s.reduction for s in steps if isinstance(s, _SCATTERS)), None)
-    gather = any(isinstance(s, _GATHERS) for s in steps)
-    largest = max((_elements(s) for s in steps), default=0)
-    if not reductions and scatter is None and not gather and largest < _SMALL:
-        return None
-    kind_of, bounds_of, itemsize_of = backend.dtype_kind, backend.dtype_range, backend.itemsize
-    moves_other = backend.INDEXES_OTHER
-    # (Tensor class, dtype) pairs this plan has accepted: every rule but fill='s depends on the dtype alone (the plan
-    # fixes the rest), so a repeated call costs one set look-up.
-    passed: set = set()
-
-    def check(x: Any, env: Any) -> Any:
-        key = (x.__class__, x.dtype)  # the class first: dtypes of two libraries never meet in ==
-        if key not in passed:
-            kind = kind_of(x)
-            for r in reductions:
-                check_reduction(kind, x.dtype, r, f"reduce '{r}'")
-            if gather and kind == "other" and not moves_other:
-                raise not_numbers(x.dtype, f"a gather on {backend.name}")
-            if scatter is not None:
-                check_reduction(kind, x.dtype, scatter, f"scatter '{scatter}'", moves_other)
-            if largest >= _SMALL:
-                check_bytes(largest, itemsize_of(x))
-            passed.add(key)
-        if scatter is not None and not symbolic_number(env.fill) and env.fill != 0 and env.into is None \
-                and kind_of(x) != "other":  # (a SymFloat fill under torch.compile: the backend's own rules)
-            env.fill = check_fill(kind_of(x), bounds_of(x), x.dtype, env.fill)
-        return x
-
-    return check
-
-
-def _elements(step: object) -> int:
-    """The elements of the largest tensor a step makes (views included: numpy counts them in bytes too)."""
-    if isinstance(step, Reshape | Expand):
-        return math.prod(step.shape)
-    if isinstance(step, ScatterRows):  # (rows, width): the whole result is the Reshape after it
-        return step.rows
-    if isinstance(step, ScatterAlong):
-        return math.prod(step.shape)
-    return 0

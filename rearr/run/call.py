@@ -111,7 +111,7 @@ def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict
 
 def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs: dict, *more: object) -> None:
     """What a failed call raises: a RearrError with the call's pattern, shape and op filled in; the
-    RearrError that says why torch refused a sparse or nested tensor (policy.refuse_unusual); or, by
+    RearrError that says why torch refused a sparse or nested tensor (refuse_unusual); or, by
     returning, e itself for the caller to re-raise unchanged."""
     if isinstance(tensor, str) and not isinstance(pattern, str):  # rearrange('b c -> c b', x)
         from ..rules import recipe
@@ -122,14 +122,23 @@ def raise_in_context(e: Exception, op: str, tensor: Any, pattern: object, kwargs
         col = index_col(e, text) if e.col is None and text is not None and "index '" in e.message else None
         raise e.with_context(pattern=text, shape=shape_of(tensor), op=op, col=col) from None
     if isinstance(e, RuntimeError | NotImplementedError):
-        from ..planning import policy  # here: only a failed call needs it
-
         first = tensor[0] if isinstance(tensor, list | tuple) and tensor else tensor
         try:
             backend = _BY_TYPE.get(type(first)) or backend_for(first)
         except RearrError:  # not a tensor: e stands
             return
-        policy.refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
+        refuse_unusual(e, backend, (tensor, *more, *kwargs.values()))
+
+
+def refuse_unusual(error: Exception, backend: Any, values: Any) -> None:
+    """Raise the RearrError for a backend failure caused by an input the backend runs few ops on
+    (torch's sparse and nested tensors); return when no input is one (the caller re-raises)."""
+    for v in values:
+        what = backend.unusual(v)
+        if what is not None:
+            raise RearrError(f"{backend.name} cannot run this pattern on {what}: {error}"[:400], code="RA500",
+                             hint="convert it to a dense tensor first: x.to_dense(), or "
+                             "x.to_padded_tensor(0) for a nested one") from error
 
 
 def index_col(e: RearrError, pattern: str) -> int | None:

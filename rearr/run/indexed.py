@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..backends import backend_for, compile_steps
+from ..backends import backend_for
+from ..backends.contract import IndexEnv
 from ..errors import RearrError
 from ..planning import planner
 from ..planning.lengths import known_shape
-from ..planning.plan import AdvancedIndex, GatherAlong, IndexEnv, ScatterAlong
+from ..planning.plan import AdvancedIndex, GatherAlong, ScatterAlong
 from ..rules import recipe
 from . import cache
-from .program import analyze, length_value, one_function
+from .program import analyze, compile_steps, length_value, one_function
 
 
 def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any], into: Any,

@@ -122,7 +122,7 @@ def test_every_step_entry_runs_and_gives_the_reference_result(module, kind):
     r = recipe.analyze(pattern, op, reduction, tuple(sorted([*lengths, *indices])))
     p = planner.plan(r, shape, tuple(lengths.items()), tuple((k, v.shape) for k, v in indices.items()))
     assert kind in {type(s) for s in p.steps}, f"{pattern!r} no longer plans a {kind.__name__}"
-    calls = backends.compile_plan(p.steps, backend)
+    calls = contract.native_calls(p.steps, backend)
     y = _to(backend, x)
     env = _index_env(backend, pattern, p, {k: _to(backend, v) for k, v in indices.items()}, y)
     if (module, kind) in REFUSED:
