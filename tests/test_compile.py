@@ -137,6 +137,7 @@ def _attention(x, heads):
     return rearr.rearrange(rearr.einsum(a, v, "b h i j, b h j d -> b h i d"), "b h n d -> b n (h d)")
 
 
+@pytest.mark.slow
 def test_inductor_fuses_an_einsum_attention_block_as_a_matmul_one():
     """Inductor's attention fusion matches matmul's graph: rearr's einsum lowers to it, torch.einsum does not."""
     from torch._dynamo.utils import counters
@@ -165,6 +166,7 @@ def test_an_einsum_attention_block_trains_compiled(backend):
     _same(grads[0], grads[1])
 
 
+@pytest.mark.slow
 def test_einops_dynamic_shape_test_passes_against_rearr():
     """einops 0.8.2's test_torch_compile_with_dynamic_shape, with rearr's functions."""
     def func1(x):
@@ -236,6 +238,7 @@ def test_gradients_compiled_equal_eager(name):
     torch.testing.assert_close(grads[0], grads[1])
 
 
+@pytest.mark.slow
 def test_inductor_compiles_gather_scatter_and_keeps_the_bounds_check():
     def f(x, i):
         y = rearr.reduce(rearr.rearrange(x, "b n[idx: b k] c -> b k c", idx=i), "b k c -> b c", "sum")
@@ -361,6 +364,7 @@ ORDERS = {
 
 
 @pytest.mark.parametrize("order", sorted(ORDERS))
+@pytest.mark.slow
 def test_registration_does_not_depend_on_the_order_of_imports(order):
     import subprocess
     import sys

@@ -227,6 +227,7 @@ def test_the_registry_imports_no_framework():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_explaining_first_then_running_binds_the_framework():
     """explain imports a backend module without its framework; the first real tensor then loads it."""
     code = ("import sys, rearr; rearr.explain('a b -> b a', (2, 3)); "

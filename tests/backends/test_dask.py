@@ -217,6 +217,7 @@ def test_scatter_is_refused_naming_dask() -> None:
 # --- a real cluster ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_local_cluster_of_worker_processes() -> None:
     """Worker processes on loopback, started and closed here; small arrays: seconds, not minutes."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",

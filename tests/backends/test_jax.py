@@ -256,6 +256,7 @@ def test_fill_nan_is_one_program() -> None:
 @pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
 @pytest.mark.parametrize("extra", ["plain", "fill", "into"])
 @pytest.mark.parametrize("pattern", ["b k -> b t[idx: b k]", ROWS])
+@pytest.mark.slow
 def test_scatter_dtypes_agree_with_numpy(dtype: str, reduction: str, extra: str, pattern: str) -> None:
     """Every reduction on every kind of dtype, with fill= and into=: numpy's value and dtype, or the
     RearrError numpy gives (integer means, a fill the dtype cannot hold). Bools sum with or and
@@ -306,6 +307,7 @@ def _run(case: Case, lib):
         return e
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(st.one_of(gather_cases(dtypes=_DTYPES), scatter_cases(dtypes=("float32", "int32"))))
 def test_random_gathers_and_scatters_agree_with_numpy(case: Case) -> None:

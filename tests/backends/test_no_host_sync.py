@@ -494,7 +494,7 @@ def test_the_device_side_checks_compile_to_plain_ops_without_a_graph_break(name)
 
 @cpu_only
 @pytest.mark.usefixtures("_fresh_dynamo")
-@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_a_bad_index_fails_in_the_compiled_device_side_checks(backend):
     gather = torch.compile(_gather, backend=backend, fullgraph=True)
     x = torch.randn(3, 5, 2)
@@ -554,6 +554,7 @@ def test_a_dynamic_axis_length_is_named_not_printed_as_a_symbol():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the script runs instead of skipping")
+@pytest.mark.slow
 def test_the_gpu_benchmark_skips_cleanly_without_cuda():
     root = Path(__file__).resolve().parents[2]
     run = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_gpu.py")], capture_output=True,

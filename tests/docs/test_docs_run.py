@@ -346,6 +346,7 @@ FINDING = "model.py:3:35: RA200 axis 'd' appears only on the output side of rear
 
 
 @SLOW
+@pytest.mark.slow
 def test_pre_commit_try_repo_runs_the_hook(tmp_path: Path):
     """`pre-commit try-repo` on this checkout (its uncommitted changes included) builds the hook's
     environment (pip installs rearr) and runs it: a bad pattern fails with its finding."""
@@ -354,6 +355,7 @@ def test_pre_commit_try_repo_runs_the_hook(tmp_path: Path):
 
 
 @SLOW
+@pytest.mark.slow
 def test_the_docs_commit_snippet_runs(tmp_path: Path):
     """docs/check.md's first snippet, with its URL pointed at this checkout (these machines have no
     network) and without the optional language_version: pre-commit installs the commit it names."""

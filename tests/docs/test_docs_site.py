@@ -49,6 +49,7 @@ def _text(page_html: str) -> str:
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
+@pytest.mark.slow
 def test_question_page_shows_an_inline_picture(site: Path, question: str) -> None:
     page = _page(site, f"questions/{question}")
     figures = re.findall(r'<figure class="rearr-picture"[^>]*>(.*?)</figure>', page, re.S)
@@ -57,6 +58,7 @@ def test_question_page_shows_an_inline_picture(site: Path, question: str) -> Non
     assert "```picture" not in page and "language-picture" not in page, f"questions/{question}: a marker left as is"
 
 
+@pytest.mark.slow
 def test_reference_documents_every_public_name(site: Path) -> None:
     import rearr.layers
 
@@ -66,6 +68,7 @@ def test_reference_documents_every_public_name(site: Path) -> None:
     assert "Reorder, merge and split axes" in text, "rearrange's docstring is shown"
 
 
+@pytest.mark.slow
 def test_links_to_repository_files_lead_to_site_pages(site: Path) -> None:
     # docs/language.md links ../examples/flatten_order.py, a path of the repository.
     assert 'href="../examples/flatten_order/"' in _page(site, "language")
@@ -73,6 +76,7 @@ def test_links_to_repository_files_lead_to_site_pages(site: Path) -> None:
     assert "A short tour" in _text(_page(site, "tour"))
 
 
+@pytest.mark.slow
 def test_changelog_page_includes_the_changelog(site: Path) -> None:
     changelog = ROOT / "CHANGELOG.md"
     page = _text(_page(site, "changelog"))
@@ -83,6 +87,7 @@ def test_changelog_page_includes_the_changelog(site: Path) -> None:
         assert first in page
 
 
+@pytest.mark.slow
 def test_site_needs_no_network(site: Path) -> None:
     # No web fonts, scripts or stylesheets from elsewhere: the site works offline as built.
     remote = set()

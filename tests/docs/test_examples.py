@@ -51,6 +51,7 @@ def test_the_examples_are_there():
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+@pytest.mark.slow
 def test_example_runs(path: Path):
     done = _run_script(path)
     assert done.returncode == 0, f"{path.name} failed:\n{done.stdout}\n{done.stderr}"
@@ -110,6 +111,7 @@ def test_test_extra_pins_torch():
 
 @pytest.mark.skipif(os.environ.get("REARR_SLOW_TESTS") != "1",
                     reason="creates a virtual environment and installs rearr; set REARR_SLOW_TESTS=1 (.ci/run does)")
+@pytest.mark.slow
 def test_readme_run_command_in_a_fresh_venv(tmp_path: Path):
     """The README's first command, literally, on a copy of the repository without any venv."""
     copy = tmp_path / "rearr"

@@ -78,6 +78,7 @@ def test_the_table_keeps_its_bound_and_drops_the_oldest(monkeypatch):
     assert table.cache_info().currsize == 0
 
 
+@pytest.mark.slow
 def test_a_torch_tensor_does_not_load_numpy_ma():
     """numpy's backend asks whether a tensor is a masked array: that must not import numpy.ma
     (a large part of the first call in a process with torch and numpy)."""

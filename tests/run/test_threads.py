@@ -122,6 +122,7 @@ def test_many_threads_many_patterns():
     _check_cache_bounds()
 
 
+@pytest.mark.slow
 def test_cache_eviction_under_threads():
     """More distinct (pattern, shape) keys than the caches hold, from all threads at once."""
     maxsize = max(f.cache_info().maxsize for f in rearr.run.cache.CACHES)
