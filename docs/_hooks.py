@@ -3,11 +3,11 @@
 - Pictures: a fenced block of kind ``picture`` holds the arguments of one `rearr.explain` call
   (Python literals, and `np.array([...])` for an index to draw with its values); it becomes the
   inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built.
-- Repository files as pages: README.md (the tour), LICENSE and examples/*.py are added to the site,
-  and CHANGELOG.md is included into docs/changelog.md (`--8<-- "CHANGELOG.md"`), so the links that
-  docs/*.md and README.md write to them (`../examples/flatten_order.py`, `docs/language.md#indexing`,
-  or the repository's URL, which the README uses) are rewritten to the site's pages and checked by
-  `mkdocs build --strict`.
+- Repository files as pages: README.md (the tour), CONTRIBUTING.md, LICENSE and examples/*.py are
+  added to the site, and CHANGELOG.md is included into docs/changelog.md (`--8<-- "CHANGELOG.md"`), so
+  the links that docs/*.md and README.md write to them (`../examples/flatten_order.py`,
+  `docs/language.md#indexing`, or a URL of the repository's files) are rewritten to the site's pages
+  and checked by `mkdocs build --strict`.
 - Docstrings (a griffe extension, mkdocs.yml's mkdocstrings options): their doctest lines become
   code blocks, which Markdown would otherwise read as quotes (`>>>`).
 """
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 log = logging.getLogger("mkdocs.hooks.rearr")
 
 # A page of the site for a repository file outside docs/: repository path -> site path.
-PAGES_FROM_REPO = {"README.md": "tour.md", "LICENSE": "license.md"}
+PAGES_FROM_REPO = {"README.md": "tour.md", "CONTRIBUTING.md": "contributing.md", "LICENSE": "license.md"}
 # Included into a page of docs/ by a line `--8<-- "PATH"` (the syntax of pymdownx.snippets).
 INCLUDED_INTO = {"CHANGELOG.md": "changelog.md"}
 EXAMPLES = "examples"
@@ -40,8 +40,8 @@ INCLUDE = re.compile(r'^--8<-- "(?P<path>[^"]+)"[ \t]*$', re.M)
 PICTURE = re.compile(r"^```picture[ \t]*\n(?P<call>.*?)\n```[ \t]*$", re.M | re.S)
 # A Markdown link or image target: `](target)`, the target without spaces.
 LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
-# The README links the repository's files by absolute URL (they must work on a package index's page);
-# on the site those are its own pages.
+# A link to a repository file by its URL (pyproject.toml's Source, or any GitHub copy); on the site,
+# that file's page.
 REPO_URL = re.compile(r"^https://github\.com/[^/]+/rearr/(?:blob|tree)/[^/]+/(?P<path>[^#]*)(?P<anchor>#.*)?$")
 
 
