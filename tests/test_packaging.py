@@ -1,11 +1,12 @@
 """The package's metadata as a package index shows it, without building anything (.ci/release builds,
 installs and type-checks the wheel):
 
-- one version source, rearr/_version.py, which pyproject.toml, rearr.__version__ and CHANGELOG.md follow;
+- one version source, rearr/_version.py, which pyproject.toml and rearr.__version__ follow; a release version
+  is CHANGELOG.md's newest dated entry with nothing unreleased, any other a development version after it;
 - the extras a user installs name ranges (only the test and release extras pin, for a CI that is the
   same every run), and the Python classifiers agree with requires-python;
-- every link of README.md works on a package index page: an absolute URL under the one project URL,
-  to a file that exists;
+- every link of README.md works in a checkout and in a repository browser: a relative path to a file
+  that exists; the license is stated the same in pyproject.toml, LICENSE and README.md;
 - every public name of rearr is bound for a type checker, the lazily loaded ones included.
 """
 
@@ -16,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 import rearr
 from rearr import _version
@@ -32,14 +34,82 @@ def test_the_version_is_written_once():
     assert "version" not in PROJECT and "version" in PROJECT["dynamic"]
     assert SETUPTOOLS["dynamic"]["version"] == {"attr": "rearr._version.__version__"}
     assert rearr.__version__ == _version.__version__
-    assert re.fullmatch(r"\d+\.\d+\.\d+", rearr.__version__)
+    # a release X.Y.Z, or the development version X.Y.Z.devN that main carries (docs/releasing.md)
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+)?", rearr.__version__)
     assert "__version__" not in rearr.__all__  # a dunder, as in every package
 
 
-def test_the_changelog_has_the_version_and_an_unreleased_section():
+CHANGELOG_HEADING = re.compile(r"^## \[(?P<name>[^\]]+)\](?: - (?P<date>\d{4}-\d{2}-\d{2}))?[ \t]*$", re.M)
+
+
+def version_scheme_faults(version: str, changelog: str) -> list[str]:
+    """What makes `version` ambiguous against CHANGELOG.md's text (docs/releasing.md, "Versions"):
+    a release is a dated entry with nothing left under "Unreleased"; any other build carries a
+    development version after the newest dated entry, so no two different builds share a version."""
+    headings = list(CHANGELOG_HEADING.finditer(changelog))
+    if not headings or headings[0]["name"] != "Unreleased" or headings[0]["date"]:
+        return ['the first heading is not "## [Unreleased]"']
+    end = headings[1].start() if len(headings) > 1 else len(changelog)
+    unreleased = [line for line in changelog[headings[0].end():end].splitlines()
+                  if line.strip() and not line.startswith("#")]  # entries, not the empty "### Added"
+    dated = [h["name"] for h in headings[1:] if h["date"]]
+    undated = [h["name"] for h in headings[1:] if not h["date"]]
+    faults = [f"## [{name}] has no date" for name in undated]
+    if version in dated:
+        if unreleased:
+            faults.append(f"{version} is the dated entry {version}, but \"Unreleased\" lists changes since: "
+                          f"a build of this tree would be a different {version}; rearr/_version.py takes a "
+                          f"development version after it (e.g. {_next_minor(version)}.dev0)")
+        if dated[0] != version:
+            faults.append(f"{version} is not the newest dated entry, {dated[0]}")
+        return faults
+    parsed = Version(version)
+    if not parsed.is_devrelease:
+        faults.append(f"{version} has no dated entry: a release has one; any other build is X.Y.Z.devN")
+    if dated and parsed <= Version(dated[0]):
+        faults.append(f"{version} is not after the newest release, {dated[0]}")
+    if parsed.base_version in dated:
+        faults.append(f"{version} is a development version of {parsed.base_version}, which is released already")
+    return faults
+
+
+def _next_minor(version: str) -> str:
+    major, minor, _ = Version(version).release
+    return f"{major}.{minor + 1}.0"
+
+
+def test_the_version_and_the_changelog_name_one_build():
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    headings = re.findall(r"^## \[([^\]]+)\]", text, re.M)
-    assert headings[0] == "Unreleased" and rearr.__version__ in headings, headings
+    assert version_scheme_faults(rearr.__version__, text) == []
+
+
+CHANGELOG = """# Changelog
+
+## [Unreleased]
+{unreleased}
+## [0.1.0] - 2026-12-01
+
+### Added
+
+- the first version
+"""
+
+
+@pytest.mark.parametrize("version, unreleased, fault", [
+    ("0.1.0", "\n### Fixed\n\n- a bug\n", 'but "Unreleased" lists changes since'),  # main after 0.1.0, unbumped
+    ("0.1.0.dev0", "", "is not after the newest release"),
+    ("0.1.1.dev0", "", None),
+    ("0.2.0.dev0", "\n### Fixed\n\n- a bug\n", None),
+    ("0.1.0", "\n### Added\n\n", None),  # the release itself: "Unreleased" left empty
+    ("0.2.0", "", "has no dated entry"),
+    ("0.0.9", "", "has no dated entry"),
+])
+def test_the_version_scheme_check_finds_an_ambiguous_version(version: str, unreleased: str, fault: str | None):
+    faults = version_scheme_faults(version, CHANGELOG.format(unreleased=unreleased))
+    if fault is None:
+        assert faults == []
+    else:
+        assert any(fault in f for f in faults), faults
 
 
 def test_user_extras_name_ranges():
@@ -74,19 +144,47 @@ def test_project_urls_share_one_base():
 
 
 README_LINK = re.compile(r"\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
 
-def test_readme_links_are_absolute_and_true():
-    """A package index shows README.md away from the repository: a relative link (or an in-page
-    anchor, which an index page may not keep) would lead nowhere. Each points into the repository
-    at one base, and at a file that exists."""
-    links = README_LINK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+def github_anchors(path: Path) -> set[str]:
+    """The anchors that a Markdown file's headings make, as a repository browser (and mkdocs' toc) slugs them."""
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    titles = re.findall(r"^#{1,6} (.+?)\s*$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-") for title in titles}
+
+
+def test_readme_links_work_in_a_checkout():
+    """README.md is read in a checkout and in a repository browser: a link into the repository is a
+    path relative to it, which works in both (the project's URL, in pyproject's project.urls, is not
+    published yet). Each leads to a file that exists, and an anchor to one of its headings."""
+    readme = ROOT / "README.md"
+    links = README_LINK.findall(readme.read_text(encoding="utf-8"))
     assert links
-    blob = f"{BASE}/blob/main/"
     for link in links:
-        assert link.startswith(blob), f"{link}: write it as {blob}..."
-        path = link[len(blob):].partition("#")[0]
-        assert (ROOT / path).exists(), link
+        assert not re.match(r"[a-z][a-z0-9+.-]*:", link), f"{link}: link a file of the repository by its path"
+        path, _, anchor = link.partition("#")
+        target = ROOT / path if path else readme
+        assert target.exists() and target.resolve().is_relative_to(ROOT), link
+        if anchor:
+            assert anchor in github_anchors(target), f"{link}: {path or 'README.md'} has no heading #{anchor}"
+
+
+def test_the_license_is_stated_once_in_every_place():
+    """pyproject's expression, LICENSE, README's License section: the same expression, and the same
+    file under the MPL-2.0, which is there and says so in its own header."""
+    expression = PROJECT["license"]
+    assert expression == "MIT AND MPL-2.0" and PROJECT["license-files"] == ["LICENSE"]
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## License\n"):]
+    assert license_text.startswith("MIT License\n")
+    assert f"rearr as a whole: {expression} " in license_text and f"`{expression}`" in section
+    mpl = sorted(set(re.findall(r"rearr/[\w/]+\.py", license_text)))
+    assert mpl and mpl == sorted(set(re.findall(r"rearr/[\w/]+\.py", section))), (mpl, section)
+    for path in mpl:
+        head = (ROOT / path).read_text(encoding="utf-8")[:3000]
+        assert "Mozilla Public License" in head, path
 
 
 def _bound_names(body: list[ast.stmt]) -> set[str]:

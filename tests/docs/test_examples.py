@@ -1,8 +1,9 @@
 """The examples, the README's quick start and docs/language.md, run as a user would.
 
 - every examples/*.py runs as a subprocess and exits 0 (each asserts its own results);
-- the README's "Quick start" has exactly two commands, in the agreed form, and the example the first
-  one runs works; with REARR_SLOW_TESTS=1 (set by .ci/run) the first command itself runs in a fresh
+- the README's "Quick start" has exactly three commands, in the agreed form (the run command, the test
+  command, and the test command with torch from PyTorch's CPU index), and the example the first one
+  runs works; with REARR_SLOW_TESTS=1 (set by .ci/run) the first command itself runs in a fresh
   virtual environment on a copy of the repository;
 - every `>>>` example in docs/language.md holds (doctest), so the reference cannot drift.
 """
@@ -30,6 +31,9 @@ TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && "
     ".venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"
 )
+# The CPU-only way: the same, with torch from PyTorch's CPU index (PyPI's Linux wheel is the CUDA build).
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+CPU_TEST_COMMAND = TEST_COMMAND.replace("install torch==2.13.0", f"install torch==2.13.0 --index-url {CPU_INDEX}")
 
 
 def _env() -> dict[str, str]:
@@ -75,12 +79,13 @@ def quick_start_commands() -> list[str]:
     return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
 
 
-def test_readme_quick_start_has_exactly_two_commands():
+def test_readme_quick_start_has_the_run_test_and_cpu_only_commands():
     commands = quick_start_commands()
-    assert len(commands) == 2, commands
-    run, test = commands
+    assert len(commands) == 3, commands
+    run, test, cpu_only = commands
     assert RUN_COMMAND.match(run), run
     assert test == TEST_COMMAND
+    assert cpu_only == CPU_TEST_COMMAND != TEST_COMMAND
     # torch is always pinned, never a bare `pip install torch` (that could pull a CUDA build).
     for command in commands:
         assert "install torch " not in command + " " and "install torch\n" not in command
@@ -100,6 +105,17 @@ def test_ci_runs_the_readme_test_command():
     extra_at = ci.index("install -e '.[test]'")
     assert torch_at < extra_at, "torch==2.13.0 is installed before the test extra"
     assert "python\" -m pytest" in ci or "python -m pytest" in ci
+    # everything, the slow tests included: no -m, no -k
+    assert re.search(r'^REARR_SLOW_TESTS=1 "\$venv/bin/python" -m pytest$', ci, re.M), "CI runs the whole suite"
+
+
+def test_the_plain_test_command_runs_the_slow_tests_too():
+    """`slow` only marks: `python -m pytest` (README, CI) runs them; `-m "not slow"` is the fast loop."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert any(line.startswith("slow:") for line in options["markers"])
+    assert "--strict-markers" in options["addopts"].split()
+    assert not re.search(r"(^|\s)(-m|-k)(\s|=|$)", options["addopts"]), options["addopts"]
 
 
 def test_test_extra_pins_torch():
