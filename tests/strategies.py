@@ -25,6 +25,7 @@ INDEX_POOL = ("idx", "jdx", "ids", "pos", "src", "dst", "ix", "iy")
 REDUCE_REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
 SCATTER_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "set")
 DTYPES = ("float64", "float32", "int64", "int32", "bool")
+PATTERN_ALPHABET = "abchkn_xyz0123456789 ()[]:,->.…*\t\n_"  # what patterns are made of, for random strings
 
 
 @dataclass
@@ -463,3 +464,34 @@ def _injective_index(draw, axes: list[str], lost: list[str], all_len: dict[str, 
 
 def any_case() -> st.SearchStrategy[Case]:
     return st.one_of(transform_cases(), gather_cases(), scatter_cases())
+
+
+# --- mutations (the parser fuzzing of techniques/test_fuzz.py and syntax/test_driver.py) --------
+
+
+@st.composite
+def mutated(draw, base: st.SearchStrategy[str]) -> str:
+    """A string of ``base`` after one to three random edits: mostly an invalid pattern, now and then a valid one."""
+    text = draw(base)
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["delete", "insert", "replace", "swap", "duplicate"]))
+        if not text:
+            kind = "insert"
+        i = draw(st.integers(0, max(0, len(text) - 1)))
+        if kind == "delete":
+            j = draw(st.integers(i, min(len(text), i + 3)))
+            text = text[:i] + text[j:]
+        elif kind == "insert":
+            piece = draw(st.sampled_from(list(PATTERN_ALPHABET) + ["->", "...", "[i]", "[i: a]", "(", ")"]))
+            text = text[:i] + piece + text[i:]
+        elif kind == "replace":
+            text = text[:i] + draw(st.sampled_from(PATTERN_ALPHABET)) + text[i + 1:]
+        elif kind == "swap":
+            j = draw(st.integers(0, len(text) - 1))
+            chars = list(text)
+            chars[i], chars[j] = chars[j], chars[i]
+            text = "".join(chars)
+        else:
+            j = draw(st.integers(i, min(len(text), i + 6)))
+            text = text[:j] + text[i:j] + text[j:]
+    return text

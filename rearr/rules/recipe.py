@@ -102,7 +102,7 @@ def parse(text: object) -> ir.Pattern:
             code="RA100",
             hint="pass the pattern as a str, e.g. 'b c h -> b (c h)'",
         )
-    from ..syntax.parser import parse as _parse  # lark is imported only here, lazily
+    from ..syntax.parser import parse as _parse  # the parser loads on the first pattern, not at import
 
     return _parse(text)
 

@@ -1,22 +1,23 @@
-"""Pattern text -> IR, with one transformer run inside Lark's LALR parser of grammar.lark.
+"""Pattern text -> IR: driver.py runs the tables that Lark made from rearr/grammar.lark, building
+the IR of ir.py with _ToIR, and a syntax error becomes a RearrError (RA1xx, RA204) with a column.
 
-The parser is Lark's stand-alone LALR parser (see _lalr.py): loading it does
-not import lark, and it is loaded on the first pattern a process has not
-seen, so ``import rearr`` stays light. Its tokens and exceptions are the
-stand-alone module's own classes, with lark's names and fields.
+The tables are _tables.py, shipped in the package. A checkout whose grammar.lark was edited after
+they were written (``python -m rearr.syntax._lalr``) parses by the edited grammar: the tables are
+made in memory with lark, and stderr says once how to write them. A package without its data files
+(a zip, a frozen application) has only _tables.py, and uses it.
 """
 
 from __future__ import annotations
 
+import sys
+from _thread import allocate_lock
 from functools import lru_cache
-from types import ModuleType
-from typing import Any
 
 from ..errors import RearrError
-from . import _lalr as _lalr_source
-from . import ir
+from . import GRAMMAR, driver, ir
 
-Token = Any  # the stand-alone module's Token: a str with .type and .start_pos
+Token = driver.Token
+_LOCK = allocate_lock()
 
 _TOKEN_WORDS = {
     "ARROW": "'->'",
@@ -40,13 +41,13 @@ class _ToIR:
     def named(self, children: list) -> ir.Axis:
         name: Token = children[0]
         index = children[1] if len(children) > 1 else None
-        if name == "_" and index is None:
+        if name.value == "_" and index is None:
             return ir.Skip(name.start_pos)  # type: ignore[return-value]
-        return ir.Axis(str(name), name.start_pos, index)
+        return ir.Axis(name.value, name.start_pos, index)
 
     def anon(self, children: list) -> ir.Anon:
         tok: Token = children[0]
-        return ir.Anon(int(tok), tok.start_pos)
+        return ir.Anon(int(tok.value), tok.start_pos)
 
     def ellipsis(self, children: list) -> ir.Ellipsis:
         return ir.Ellipsis(children[0].start_pos)
@@ -55,17 +56,17 @@ class _ToIR:
         return ir.Star(children[0].start_pos)
 
     def group(self, children: list) -> ir.Group:
-        return ir.Group(tuple(c for c in children if not isinstance(c, str)), children[0].start_pos)  # no parens
+        return ir.Group(tuple(children[1:-1]), children[0].start_pos)  # LPAR axis* RPAR: the axes
 
     def index_default(self, children: list) -> ir.Index:
-        return ir.Index(str(children[1]), children[1].start_pos)
+        return ir.Index(children[1].value, children[1].start_pos)
 
     def index_axes(self, children: list) -> ir.Index:
-        names = [c for c in children[3:] if c.type == "NAME"]
+        names = children[3:-1]  # LSQB NAME COLON NAME* RSQB
         return ir.Index(
-            str(children[1]),
+            children[1].value,
             children[1].start_pos,
-            tuple(str(n) for n in names),
+            tuple(n.value for n in names),
             tuple(n.start_pos for n in names),
         )
 
@@ -95,29 +96,54 @@ class _ToIR:
         return ir.Pattern("", left, None, None)
 
 
-@lru_cache(maxsize=1)
-def _lalr() -> tuple[ModuleType, Any]:
-    """The stand-alone module (its exception classes) and its parser, always taken together."""
-    return _lalr_source.load(_ToIR())
-
-
 @lru_cache(maxsize=1024)
 def parse(text: str) -> ir.Pattern:
     """Parse a pattern into its IR; a syntax error is a RearrError with a column."""
-    lalr, parser = _lalr()
     try:
-        tree = parser.parse(text)
-    except lalr.UnexpectedInput as e:
-        raise _syntax_error(text, e, lalr) from None
+        tree = _parser().parse(text)
+    except driver.UnexpectedCharacters as e:
+        raise _bad_character(text, e.pos) from None
+    except driver.UnexpectedToken as e:
+        raise _syntax_error(text, e.token) from None
     return tree.replace(text=text)
 
 
-def _syntax_error(text: str, e: Any, lalr: ModuleType) -> RearrError:
-    if isinstance(e, lalr.UnexpectedCharacters):
-        return _bad_character(text, e.pos_in_stream)
-    assert isinstance(e, lalr.UnexpectedToken)
-    tok = e.token
-    col = len(text) if tok.type == "$END" else tok.start_pos
+def _parser() -> driver.Parser:
+    """The parser of this process, made on its first pattern (one thread makes it, the others wait)."""
+    with _LOCK:
+        return _made()
+
+
+@lru_cache(maxsize=1)
+def _made() -> driver.Parser:
+    return driver.Parser(tables(), _ToIR())
+
+
+def tables() -> driver.Tables:
+    """The shipped tables, or, when grammar.lark says otherwise, tables made now from it with lark."""
+    from . import _tables as shipped
+
+    try:
+        with open(GRAMMAR, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:  # a package without its data files: the tables are all there is
+        text = shipped.GRAMMAR
+    if text == shipped.GRAMMAR:
+        return driver.Tables(shipped.TERMINALS, shipped.IGNORE, shipped.RULES, shipped.ACTIONS, shipped.GOTOS)
+    print("rearr: rearr/syntax/_tables.py was made from another grammar.lark; making the tables in memory "
+          "(run `python -m rearr.syntax._lalr` to write them)", file=sys.stderr)
+    from . import _lalr
+
+    try:
+        return _lalr.analyse(text)
+    except ImportError:
+        raise RearrError("grammar.lark was edited after rearr/syntax/_tables.py was written, and lark is not "
+                         "installed to make the tables from it", code="RA100",
+                         hint="pip install lark, then run python -m rearr.syntax._lalr") from None
+
+
+def _syntax_error(text: str, tok: Token) -> RearrError:
+    col = tok.start_pos  # END's is len(text)
     open_paren = _unclosed_paren(text, col)
     in_bracket = text.rfind("[", 0, col) > text.rfind("]", 0, col)
     if tok.type == "RSQB" and not in_bracket:
@@ -171,10 +197,10 @@ def _syntax_error(text: str, e: Any, lalr: ModuleType) -> RearrError:
 
 def _describe(tok: Token) -> str:
     if tok.type == "INT":
-        return f"integer {str(tok)!r}"
+        return f"integer {tok.value!r}"
     if tok.type == "NAME":
-        return f"axis name {str(tok)!r}"
-    return _TOKEN_WORDS.get(tok.type, repr(str(tok)))
+        return f"axis name {tok.value!r}"
+    return _TOKEN_WORDS.get(tok.type, repr(tok.value))
 
 
 def _bad_character(text: str, pos: int) -> RearrError:

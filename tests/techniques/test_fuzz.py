@@ -17,14 +17,13 @@ import numpy as np
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-from strategies import any_case
+from strategies import PATTERN_ALPHABET, any_case, mutated
 
 import rearr
 from rearr import RearrError
 from rearr.errors import CODES
 from rearr.rules import recipe
 
-ALPHABET = "abchkn_xyz0123456789 ()[]:,->.…*\t\n_"
 OPS = recipe.OPS
 REDUCTION_FOR = {"reduce": "sum", "scatter": "sum"}
 
@@ -55,7 +54,7 @@ def check_analyze(pattern: str) -> None:
             assert recipe.validate(pattern, op, reduction) is None
 
 
-pattern_text = st.text(alphabet=ALPHABET, max_size=40)
+pattern_text = st.text(alphabet=PATTERN_ALPHABET, max_size=40)
 
 
 @given(pattern_text)
@@ -66,33 +65,6 @@ def test_random_pattern_strings(pattern):
 @given(st.text(max_size=30))
 def test_random_unicode_strings(pattern):
     check_analyze(pattern)
-
-
-@st.composite
-def mutated(draw, base: st.SearchStrategy[str]) -> tuple[str, str]:
-    text = draw(base)
-    for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["delete", "insert", "replace", "swap", "duplicate"]))
-        if not text:
-            kind = "insert"
-        i = draw(st.integers(0, max(0, len(text) - 1)))
-        if kind == "delete":
-            j = draw(st.integers(i, min(len(text), i + 3)))
-            text = text[:i] + text[j:]
-        elif kind == "insert":
-            piece = draw(st.sampled_from(list(ALPHABET) + ["->", "...", "[i]", "[i: a]", "(", ")"]))
-            text = text[:i] + piece + text[i:]
-        elif kind == "replace":
-            text = text[:i] + draw(st.sampled_from(ALPHABET)) + text[i + 1:]
-        elif kind == "swap":
-            j = draw(st.integers(0, len(text) - 1))
-            chars = list(text)
-            chars[i], chars[j] = chars[j], chars[i]
-            text = "".join(chars)
-        else:
-            j = draw(st.integers(i, min(len(text), i + 6)))
-            text = text[:j] + text[i:j] + text[j:]
-    return text
 
 
 @given(mutated(any_case().map(lambda c: c.pattern)))
