@@ -78,6 +78,17 @@ def test_no_lark_name_ever_shows():
         assert info.value.col is None or 0 <= info.value.col <= len(pattern)
 
 
+@pytest.mark.parametrize("op", ["rearrange", "repeat"])
+def test_an_integer_longer_than_python_converts_is_a_rearr_error(op):
+    """Python refuses int() of more than 4,300 digits (a ValueError that escaped the parser before)."""
+    pattern = "a -> a " + "9" * 5000
+    with pytest.raises(rearr.RearrError) as info:
+        getattr(rearr, op)(np.zeros(3), pattern)
+    assert info.value.code == "RA100" and info.value.col == 7 and info.value.pattern == pattern
+    assert "5000 digits" in info.value.message and "length keyword" in info.value.hint
+    assert rearr.repeat(np.zeros(3), "a -> a b", b=2).shape == (3, 2)  # the fix: a named axis and its length
+
+
 @pytest.mark.parametrize("bad", [None, "abc", 3, {"a": 1}, [1, 2], [], object()])
 def test_unsupported_inputs_are_rearr_errors(bad):
     with pytest.raises(rearr.RearrError) as info:

@@ -47,7 +47,13 @@ class _ToIR:
 
     def anon(self, children: list) -> ir.Anon:
         tok: Token = children[0]
-        return ir.Anon(int(tok.value), tok.start_pos)
+        try:
+            value = int(tok.value)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            raise RearrError(f"an integer of {len(tok.value)} digits is too long for a length", code="RA100",
+                             col=tok.start_pos, hint="an anonymous axis is a length (at most 19 digits): write a "
+                             "smaller one, or a named axis with a length keyword") from None
+        return ir.Anon(value, tok.start_pos)
 
     def ellipsis(self, children: list) -> ir.Ellipsis:
         return ir.Ellipsis(children[0].start_pos)
@@ -105,6 +111,8 @@ def parse(text: str) -> ir.Pattern:
         raise _bad_character(text, e.pos) from None
     except driver.UnexpectedToken as e:
         raise _syntax_error(text, e.token) from None
+    except RearrError as e:  # raised by _ToIR, which sees a token but not the text
+        raise e.with_context(pattern=text) from None
     return tree.replace(text=text)
 
 

@@ -37,7 +37,8 @@ VALID = [
     "", "->", "a,b,->c", "n [ idx : ] -> ", "x_1 y2 -> y2 x_1", "\ta\n->\fa\r",
 ]
 INVALID = ["a -> b -> c", "(a (b)) -> a", "a) -> a", "a[ -> a", "1a -> a", "a.b -> a", "a - > b", "a [i] [j] -> a",
-           "a -> b]", "a: b -> a", "(a -> a", "a[i: 2] -> a", "a $ b", "a[i:b c", "٣ a", "a\u00a0b"]
+           "a -> b]", "a: b -> a", "(a -> a", "a[i: 2] -> a", "a $ b", "a[i:b c", "٣ a", "a\u00a0b",
+           "a -> " + "9" * 5000]
 
 
 def lark_outcome(text: str) -> tuple:
