@@ -34,6 +34,7 @@ def test_the_shipped_tables_are_what_lark_writes_from_grammar_lark():
     assert parser.tables() == _lalr.analyse(text)
 
 
+@pytest.mark.slow
 def test_the_generator_writes_the_same_file_whatever_the_hash_seed(tmp_path):
     code = "from rearr.syntax import _lalr; t = _lalr.GRAMMAR.read_text(); print(_lalr.source(t, _lalr.analyse(t)))"
     outs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO),
