@@ -149,8 +149,10 @@ class Parser:
         for letter, child in zip(how, children):
             if letter == "k":
                 kept.append(child)
-            elif letter == "s":
+            elif letter == "s" and kept:
                 kept.extend(child)
+            elif letter == "s":  # first, as in a left-recursive x* helper: its own list grows, uncopied,
+                kept = child  # so that n axes cost n steps, not n * n (no other value holds that list)
         if origin.startswith("_"):  # Lark inlines such a rule (its x* helpers among them): the parent
             return kept  # takes the children
         if expand1 and len(kept) == 1:
