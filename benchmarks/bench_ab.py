@@ -44,8 +44,7 @@ def main() -> int:
     parser.add_argument("--imports", type=int, default=41, help="fresh processes per revision and mode (0: none)")
     args = parser.parse_args()
     mods = {"A": bench_baseline.load_revision(args.a, "ab_a"), "B": bench_baseline.load_revision(args.b, "ab_b")}
-    rows = [(f"{label:18s} {lib}", f) for lib, module in (("torch", torch), ("numpy", np))
-            for label, f in bench_baseline.calls(module, "tiny")]
+    rows = [(f"{label:18s} {lib}", f) for lib in ("torch", "numpy") for label, f in bench_baseline.calls(lib, "tiny")]
     times: dict[tuple[str, str], list[float]] = {(label, k): [] for label, _ in rows for k in mods}
     for _, f in rows:
         np.testing.assert_array_equal(np.asarray(f(mods["A"])), np.asarray(f(mods["B"])))

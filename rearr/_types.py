@@ -1,8 +1,10 @@
-"""The type of the tensors in the public signatures, for type checkers."""
+"""The types of the public signatures, for type checkers; the names of the reductions and checking
+modes, which rules/ reads from here (so that a type checker and the library take the same names)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, TypeVar
 
 
 class Shaped(Protocol):
@@ -14,3 +16,10 @@ class Shaped(Protocol):
 
 
 Tensor = TypeVar("Tensor", bound=Shaped)
+
+ReductionName = Literal["min", "max", "sum", "mean", "prod", "any", "all"]
+# reduce's reduction: a name, "rearrange" (einops' reduce that reduces nothing), or f(x, axes).
+Reduction = ReductionName | Literal["rearrange"] | Callable[[Tensor, tuple[int, ...]], Any]
+ScatterReduction = Literal["sum", "mean", "max", "min", "prod", "set"]
+CheckMode = Literal["sync", "async"]  # check_bounds= besides True and False
+CheckBounds = bool | CheckMode

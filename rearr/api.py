@@ -1,24 +1,40 @@
-"""The public functions: each its signature, its docstring and one call into rearr.run."""
+"""The public functions: each its signature and docstring, then its call into rearr.run.
+
+rearrange, reduce and repeat first look the call up in the table of calls without index brackets
+(rearr.run.cache.plain), and rearrange a gather in the direct table (cache.DIRECT): a call seen before
+runs its program from there. Anything else goes on to the careful path, rearr.run.call.transform,
+with the keys of those look-ups, under which it keeps the program it makes. The plain key is built
+here, as rearr.run.cache.plain_key builds it, rather than by calling it: a Python frame is a part of
+a tiny call that bench_ab.py measures.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 from . import run as _run
-from ._types import Tensor
-from .run._front_doors import front_door as _front_door
-from .run._front_doors import transform as _transform
+from .run import cache as _cache
+from .run.cache import CAREFUL as _CAREFUL
+from .run.cache import direct_key as _direct_key
+from .run.call import check_bounds_mode as _check_bounds_mode
 from .run.call import einsum as _einsum
+from .run.call import raise_in_context as _raise_in_context
 from .run.call import scatter as _scatter
+from .run.call import transform as _transform
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: `import rearr` does not build the type aliases (rules/ does, on a first call)
     from numpy.typing import NDArray
 
+    from ._types import CheckBounds, Reduction, ScatterReduction, Tensor
 
-@_front_door
+# Assigned, not imported: CPython 3.11 compiles a method call on a name that an import binds as a
+# module attribute's (a new bound method each call), on an assigned name as a method call.
+_PLAIN, _DIRECT = _cache.PLAIN, _cache.DIRECT
+
+
 def rearrange(
-    tensor: Tensor | Sequence[Tensor], /, pattern: str, *, check_bounds: bool | str = True, **axes_lengths: Any
+    tensor: Tensor | Sequence[Tensor], pattern: str, *, check_bounds: CheckBounds = True, **axes_lengths: Any
 ) -> Tensor:
     """Reorder, merge and split axes; gather through ``[index]`` brackets.
 
@@ -31,37 +47,114 @@ def rearrange(
     >>> rearrange(np.zeros((2, 3, 4)), "c b h -> b (c h)").shape
     (3, 8)
     """
-    return _transform("rearrange", tensor, pattern, None, axes_lengths, check_bounds)
+    if check_bounds is not True and check_bounds is not False:  # a mode to validate, seen before or not
+        _check_bounds_mode(check_bounds, "rearrange", pattern)
+    try:  # a call seen before, without brackets: its program (the key: rearr.run.cache.plain_key's, built here)
+        key = run = None
+        items = ()
+        if axes_lengths:
+            for value in axes_lengths.values():
+                if value.__class__ is not int:  # an index, or a length to validate first (2.0 == 2)
+                    items = None
+                    break
+            else:
+                items = tuple(axes_lengths.items())
+        if items is not None:
+            key = ("rearrange", pattern, None, tensor.__class__, tensor.shape, items)
+            run = _PLAIN.get(key)
+    except Exception:  # not a tensor, or not hashable: the careful path says why, or keys it itself
+        key = run = None
+    if run is not None:
+        try:  # the program runs once: what it raises is what the caller sees
+            return run(tensor, None)
+        except Exception as e:
+            _raise_in_context(e, "rearrange", tensor, pattern, axes_lengths)
+            raise
+    direct = None
+    if key is None and (check_bounds is True or check_bounds is False):  # an index: a gather seen before?
+        try:  # see rearr.run.cache.DIRECT
+            direct = _direct_key("rearrange", tensor, pattern, None, check_bounds, axes_lengths)
+            run = _DIRECT.get(direct)
+        except Exception:  # not a tensor, or not hashable: the careful path
+            direct = None
+        if run is not None:
+            try:
+                out = run(tensor, axes_lengths)
+            except Exception as e:
+                _raise_in_context(e, "rearrange", tensor, pattern, axes_lengths)
+                raise
+            if out is not _CAREFUL:  # else it declined before running: the careful path says why
+                return out
+    return _transform("rearrange", tensor, pattern, None, axes_lengths, check_bounds, key, direct)
 
 
-@_front_door
 def reduce(
     tensor: Tensor | Sequence[Tensor],
-    /,
     pattern: str,
-    reduction: str | Callable[[Tensor, tuple[int, ...]], Any],
+    reduction: Reduction[Tensor],
     **axes_lengths: Any,
 ) -> Tensor:
     """Like rearrange, with the axes missing on the output side combined by ``reduction``:
     'min', 'max', 'sum', 'mean', 'prod', 'any', 'all', or a callable f(x, axes)."""
-    return _transform("reduce", tensor, pattern, reduction, axes_lengths)
+    try:  # as in rearrange
+        key = run = None
+        items = ()
+        if axes_lengths:
+            for value in axes_lengths.values():
+                if value.__class__ is not int:  # an index, or a length to validate first (2.0 == 2)
+                    items = None
+                    break
+            else:
+                items = tuple(axes_lengths.items())
+        if items is not None:
+            key = ("reduce", pattern, reduction, tensor.__class__, tensor.shape, items)
+            run = _PLAIN.get(key)
+    except Exception:
+        key = run = None
+    if run is not None:
+        try:
+            return run(tensor, None)
+        except Exception as e:
+            _raise_in_context(e, "reduce", tensor, pattern, axes_lengths)
+            raise
+    return _transform("reduce", tensor, pattern, reduction, axes_lengths, True, key)
 
 
-@_front_door
-def repeat(tensor: Tensor | Sequence[Tensor], /, pattern: str, **axes_lengths: Any) -> Tensor:
+def repeat(tensor: Tensor | Sequence[Tensor], pattern: str, **axes_lengths: Any) -> Tensor:
     """Like rearrange, with new output axes repeating the input (lengths as keywords)."""
-    return _transform("repeat", tensor, pattern, None, axes_lengths)
+    try:  # as in rearrange
+        key = run = None
+        items = ()
+        if axes_lengths:
+            for value in axes_lengths.values():
+                if value.__class__ is not int:  # an index, or a length to validate first (2.0 == 2)
+                    items = None
+                    break
+            else:
+                items = tuple(axes_lengths.items())
+        if items is not None:
+            key = ("repeat", pattern, None, tensor.__class__, tensor.shape, items)
+            run = _PLAIN.get(key)
+    except Exception:
+        key = run = None
+    if run is not None:
+        try:
+            return run(tensor, None)
+        except Exception as e:
+            _raise_in_context(e, "repeat", tensor, pattern, axes_lengths)
+            raise
+    return _transform("repeat", tensor, pattern, None, axes_lengths, True, key)
 
 
 def scatter(
     src: Tensor | Sequence[Tensor],
     /,
     pattern: str,
-    reduction: str,
+    reduction: ScatterReduction,
     *,
     fill: Any = None,
     into: Tensor | None = None,
-    check_bounds: bool | str = True,
+    check_bounds: CheckBounds = True,
     **lengths_and_indices: Any,
 ) -> Tensor:
     """Write ``src`` into the output axis marked ``[index]``, combining duplicates by
@@ -76,13 +169,25 @@ def scatter(
     return _scatter(src, pattern, reduction, fill, into, check_bounds, lengths_and_indices)
 
 
+@overload
+def einsum(tensor: Tensor, pattern: str, /, **axes_lengths: Any) -> Tensor: ...
+@overload
+def einsum(tensor1: Tensor, tensor2: Tensor, pattern: str, /, **axes_lengths: Any) -> Tensor: ...
+@overload
+def einsum(tensor1: Tensor, tensor2: Tensor, tensor3: Tensor, pattern: str, /, **axes_lengths: Any) -> Tensor: ...
+@overload
+def einsum(tensor1: Tensor, tensor2: Tensor, tensor3: Tensor, tensor4: Tensor, pattern: str, /,
+           **axes_lengths: Any) -> Tensor: ...
+@overload
+def einsum(*tensors_and_pattern: Tensor | str, **axes_lengths: Any) -> Tensor: ...
 def einsum(*tensors_and_pattern: Any, **axes_lengths: Any) -> Any:
     """einsum with axis names, the pattern last: einsum(x, y, "b i, b j -> b i j").
 
     Groups such as ``(h w)`` may stand on either side (lengths as keywords where the operands do
     not give them), and ``1`` or ``()`` for unit axes: they become reshapes around the backend's
     einsum. On torch, a two-operand matrix product (batched or not) runs as permutes and reshapes
-    around ``torch.matmul``, as one writes it by hand (docs/language.md, einsum).
+    around ``torch.matmul``, as one writes it by hand (docs/language.md, einsum). The result is of
+    the operands' tensor type.
     """
     return _einsum(tensors_and_pattern, axes_lengths)
 
@@ -103,6 +208,6 @@ def asnumpy(tensor: Any) -> NDArray[Any]:
     return _run.packing.asnumpy(tensor)
 
 
-def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
+def parse_shape(x: Any, pattern: str) -> dict[str, int]:
     """The lengths of the named axes: parse_shape(x, "b _ h w") -> {'b': 2, 'h': 5, 'w': 7}."""
-    return _run.packing.parse_shape(tensor, pattern)
+    return _run.packing.parse_shape(x, pattern)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -20,6 +19,9 @@ from torch import nn
 from . import api
 from .errors import RearrError
 from .rules import layer_recipe
+
+if TYPE_CHECKING:
+    from ._types import CheckBounds, Reduction, ScatterReduction
 
 __all__ = ["EinMix", "Gather", "Rearrange", "Reduce", "Repeat", "Scatter"]
 
@@ -62,8 +64,7 @@ class Rearrange(_Layer):
 class Reduce(_Layer):
     """``rearr.reduce`` as a layer: ``Reduce("b c (h 2) (w 2) -> b c h w", "max")``."""
 
-    def __init__(self, pattern: str, reduction: str | Callable[[torch.Tensor, tuple[int, ...]], Any],
-                 **lengths: Any) -> None:
+    def __init__(self, pattern: str, reduction: Reduction[torch.Tensor], **lengths: Any) -> None:
         super().__init__()
         _check("Reduce", pattern, reduction, lengths)
         self.pattern, self.reduction, self.lengths = pattern, reduction, dict(lengths)
@@ -91,9 +92,9 @@ class Gather(_Layer):
     """A gather (``rearrange`` with an index bracket) as a layer; the index tensors come with each call:
     ``Gather("v[ids: b t] d -> b t d")(table, ids=tokens)``. ``check_bounds`` is rearrange's."""
 
-    check_bounds: bool | str = True  # also what a layer pickled before the option existed reads
+    check_bounds: CheckBounds = True  # also what a layer pickled before the option existed reads
 
-    def __init__(self, pattern: str, check_bounds: bool | str = True, **lengths: Any) -> None:
+    def __init__(self, pattern: str, check_bounds: CheckBounds = True, **lengths: Any) -> None:
         super().__init__()
         _check("Gather", pattern, None, lengths, check_bounds=check_bounds)
         self.pattern, self.check_bounds, self.lengths = pattern, check_bounds, dict(lengths)
@@ -105,7 +106,7 @@ class Gather(_Layer):
         return api.rearrange(x, self.pattern, check_bounds=self.check_bounds, **self.lengths, **indices)
 
 
-def _with_check_bounds(check_bounds: bool | str, lengths: dict[str, Any]) -> dict[str, Any]:
+def _with_check_bounds(check_bounds: CheckBounds, lengths: dict[str, Any]) -> dict[str, Any]:
     """The keywords a repr shows: check_bounds= where it is not the default."""
     return lengths if check_bounds is True else {"check_bounds": check_bounds, **lengths}
 
@@ -119,9 +120,9 @@ class Scatter(_Layer):
     ``check_bounds`` is scatter's.
     """
 
-    check_bounds: bool | str = True  # as Gather's
+    check_bounds: CheckBounds = True  # as Gather's
 
-    def __init__(self, pattern: str, reduction: str, fill: float = 0, check_bounds: bool | str = True,
+    def __init__(self, pattern: str, reduction: ScatterReduction, fill: float = 0, check_bounds: CheckBounds = True,
                  **lengths: Any) -> None:
         super().__init__()
         _check("Scatter", pattern, reduction, lengths, fill, check_bounds)

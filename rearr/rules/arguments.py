@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import numbers
+from typing import get_args
 
+from .._types import CheckMode
 from ..errors import RearrError
 from .recipe import REDUCTIONS, SCATTER_REDUCTIONS
 
@@ -49,7 +51,7 @@ def fill_value(fill: object, text: str | None) -> object:
 # check_bounds= of rearrange, scatter and the Gather / Scatter layers: True (the default: the exact check
 # on the CPU, device-side assertions on CUDA), "sync" (the exact check everywhere, one host read on a GPU),
 # "async" (device-side assertions wherever torch has them, no host read) or False (no bounds check).
-CHECK_BOUNDS = (True, "sync", "async", False)
+CHECK_BOUNDS = (True, *get_args(CheckMode), False)
 
 
 def check_bounds_error(value: object) -> RearrError | None:

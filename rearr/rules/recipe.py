@@ -11,15 +11,17 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from typing import get_args
 
 from .._record import Record
+from .._types import ReductionName, ScatterReduction
 from ..errors import RearrError, nearest
 from ..syntax import ir
 
 ELLIPSIS = "…"  # the elementary-axis name that '...' stands for until shapes are known
 
-REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
-SCATTER_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "set")
+REDUCTIONS: tuple[str, ...] = get_args(ReductionName)  # as the public signatures type them
+SCATTER_REDUCTIONS: tuple[str, ...] = get_args(ScatterReduction)
 ARROW_OPS = ("rearrange", "reduce", "repeat", "scatter", "einsum")
 BARE_OPS = ("pack", "unpack", "parse_shape")
 OPS = ARROW_OPS + BARE_OPS

@@ -1,18 +1,17 @@
 """The run stage: a call's cached program, found or made, applied to its tensors.
 
     cache.py    the bounded tables, each with the one function that makes its key
-    call.py     the call path of every op: the table look-up, the careful path, errors in context
-    front_door.py  the fast path of rearrange, reduce and repeat, written once as a template, and its
-                generator (a developer's step) of _front_doors.py: a copy for each, and the decorator
-                that gives each of api.py's functions its copy
-    program.py  a plain call's Plan compiled to its program, one function run(x, env)
+    call.py     the call path of every op past its public function: the table look-ups of scatter,
+                einsum and an indexed rearrange, the careful path, errors in context
+    program.py  a Plan compiled to its program, one function run(x, env), after the plan's dtype check
     indexed.py  the careful path of calls with index brackets, and their programs
     einsum.py   einsum's careful path and its programs
     packing.py  pack, unpack, parse_shape and asnumpy
 
 Words: a Plan (rearr.planning.plan) is data; a program is the function compiled from it; to run is to
-apply a program to a call's tensors. ``import rearr`` loads cache.py, call.py and _front_doors.py;
-the others load on the first call that needs them.
+apply a program to a call's tensors. rearrange, reduce and repeat look their call up in cache.plain
+themselves (rearr.api). ``import rearr`` loads cache.py and call.py; the others load on the first call
+that needs them.
 """
 
 

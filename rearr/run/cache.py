@@ -1,6 +1,7 @@
-"""The bounded plan tables. Each has ONE key function, which its reader (the fast path of rearr.run.call)
-and its writer (the careful path that makes the entry) both use, so that the two cannot drift apart:
-a drift would not be an error, only a table that never hits (tests/test_cache_keys.py)."""
+"""The bounded plan tables, each with the one function that makes its key. A table's reader (the
+look-up of a call seen before, in rearr.api or rearr.run.call) builds the call's key once and passes
+it down the careful path to the writer, which keeps the program it makes under that key: what the
+next such call looks up is what was kept (tests/run/test_cache_keys.py)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class CacheInfo(Record):  # what lru_cache's cache_info() says of its size (a Na
 # --- calls without index brackets: key -> program run(x, env) -----------------
 
 plain = Table("plain")
-PLAIN = plain.entries  # rearrange, reduce and repeat look their call up here first
+PLAIN = plain.entries  # rearrange, reduce and repeat (rearr.api) look their call up here first
 
 
 def int_items(lengths: dict[str, Any]) -> tuple | None:
@@ -80,9 +81,16 @@ def int_items(lengths: dict[str, Any]) -> tuple | None:
 def plain_key(op: str, pattern: str, reduction: object, x: Any, lengths: dict[str, Any]) -> tuple | None:
     """The call as the public function holds it: op and reduction as passed (reduce's "rearrange"
     included), x's class and shape, the int lengths; None where a length is not a plain int.
-    rearr.run._front_doors' fast paths inline it (tests/test_cache_keys.py holds the two equal)."""
-    items = int_items(lengths) if lengths else ()
-    return None if items is None else (op, pattern, reduction, x.__class__, x.shape, items)
+
+    rearr.api's look-ups build this tuple in place, on the hot path, and pass it down to the writer.
+    The careful path calls this function for a call that the look-up could not key (a list input once
+    stacked, lengths once they are ints), and looks that key up itself: either key is only ever found
+    by the reader that built it, so the two share entries when they agree and merely stop sharing,
+    never stop hitting, if they differ."""
+    if lengths:
+        items = int_items(lengths)
+        return None if items is None else (op, pattern, reduction, x.__class__, x.shape, items)
+    return (op, pattern, reduction, x.__class__, x.shape, ())
 
 
 # --- calls with index brackets -------------------------------------------------
@@ -93,15 +101,16 @@ INDEXED = indexed.entries
 
 def indexed_key(op: str, pattern: str, reduction: object, backend: Any, shape: tuple, keywords: tuple,
                 into_shape: tuple | None) -> tuple:
-    """keywords: each keyword's (name, the index's shape or the int length), in the call's order.
-    rearr.run.indexed.program_of's hot path inlines it (tests/run/test_cache_keys.py holds the two equal)."""
+    """keywords: each keyword's (name, the index's shape or the int length), in the call's order. The key
+    is the arguments of rearr.run.indexed.compile_indexed, in order."""
     return (op, pattern, reduction, backend, shape, keywords, into_shape)
 
 
 # An indexed call seen before, with plain arguments: its program as one function f(x, keywords), made
 # once such a call has passed the careful path (rearr.run.indexed.run): the dtype check passed for that
 # dtype, so the function runs the native calls alone. Only calls with check_bounds True or False (the
-# key holds which), fill 0, no into=.
+# key holds which), no fill=, no into=: the readers (rearr.run.call.transform and scatter) look up
+# no other call, so the writer is given no key for one.
 direct = Table("direct")
 DIRECT = direct.entries
 CAREFUL = object()  # what a function of DIRECT returns for a call that it leaves to the careful path
@@ -136,8 +145,7 @@ EINSUM_PAIRS = einsum_pairs.entries
 
 def einsum_key(pattern: str, a: Any, b: Any, lengths: dict[str, Any]) -> tuple | None:
     """The pattern, each operand's class and shape, the int lengths; None where a length is not a
-    plain int (as plain_key). rearr.run.call.einsum inlines it (tests/test_cache_keys.py holds the two
-    equal)."""
+    plain int (as plain_key)."""
     items = int_items(lengths) if lengths else ()
     return None if items is None else (pattern, a.__class__, a.shape, b.__class__, b.shape, items)
 

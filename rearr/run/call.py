@@ -1,8 +1,11 @@
-"""The call path of every op: the fast path (one look-up in the op's table, then its program; for
-rearrange, reduce and repeat it is rearr.run.front_door's template), the careful path (every check
-the fast path skipped, then the program found or made: by rearr.run.program, indexed or einsum),
-errors in the call's context. A program runs at most once per call: what it raises is what the
-caller sees."""
+"""The call path of every op past its public function (rearr.api): a look-up in the op's table of
+calls seen before (the direct table of indexed calls, einsum's table of two-operand calls), then the
+careful path (every check the look-up skipped, then the program found or made: by rearr.run.program,
+indexed or einsum), errors in the call's context. A program runs at most once per call: what it
+raises is what the caller sees.
+
+Each table's key is built once, by the function of rearr.run.cache that its reader calls, and passed
+down the careful path to the writer, which keeps the program under that same key."""
 
 from __future__ import annotations
 
@@ -11,22 +14,22 @@ from typing import Any
 from ..backends import _BY_TYPE, backend_for
 from ..errors import RearrError
 from . import cache
-from .cache import CAREFUL, direct_key, int_items
+from .cache import CAREFUL, direct_key, einsum_key, plain_key
 
-# Assigned, not imported: the fast paths' look-ups are method calls (see rearr/run/front_door.py's
-# generated module, which does the same).
+# Assigned, not imported: the look-ups are method calls (see rearr.api's _PLAIN).
 DIRECT, EINSUM_PAIRS = cache.DIRECT, cache.EINSUM_PAIRS
 
 
 def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_bounds: bool | str,
             kwargs: dict[str, Any]) -> Any:
     """scatter: the direct program of a call seen before, else the careful path."""
+    direct = None
     if fill is None and into is None and (check_bounds is True or check_bounds is False):  # see cache.DIRECT
-        run = None
         try:
-            run = DIRECT.get(direct_key("scatter", src, pattern, reduction, check_bounds, kwargs))
+            direct = direct_key("scatter", src, pattern, reduction, check_bounds, kwargs)
+            run = DIRECT.get(direct)
         except Exception:  # not hashable, or not a tensor: the careful path
-            pass
+            direct = run = None
         if run is not None:
             try:
                 out = run(src, kwargs)
@@ -35,22 +38,25 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
                 raise
             if out is not CAREFUL:  # else it declined before running: the careful path says why
                 return out
+    from ..rules.arguments import fill_value, reduction_error
+    from .indexed import run as run_indexed
+
     try:
         if check_bounds is not True and check_bounds is not False:
             check_bounds_mode(check_bounds, "scatter", pattern)
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")
-        err = _reduction_error("scatter", reduction, None)
+        err = reduction_error("scatter", reduction, None)
         if err is not None:
             raise err
         if fill is not None:
-            fill = _fill_value(fill, None)
+            fill = fill_value(fill, None)
         x, backend = src, _BY_TYPE.get(type(src))
         if backend is None:
             x, backend = tensor_and_backend(src)
-        return _run_indexed("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
-                            check_bounds)
+        return run_indexed("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
+                           check_bounds, direct)
     except Exception as e:
         raise_in_context(e, "scatter", src, pattern, kwargs, into)
         raise
@@ -59,13 +65,14 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
 def einsum(args: tuple, lengths: dict[str, Any]) -> Any:
     """einsum: a two-operand call seen before runs from cache.EINSUM_PAIRS, others take the careful path."""
     try:
+        key = None
         if len(args) == 3:  # two operands, the common call: its overhead counts
             a, b, pattern = args
-            try:  # cache.einsum_key, inlined
-                items = int_items(lengths) if lengths else ()
-                entry = EINSUM_PAIRS.get((pattern, a.__class__, a.shape, b.__class__, b.shape, items))
+            try:
+                key = einsum_key(pattern, a, b, lengths)
+                entry = EINSUM_PAIRS.get(key)
             except (AttributeError, TypeError):  # not a tensor; a symbolic shape (torch.compile) does not hash
-                entry = None
+                key = entry = None
             if entry is not None:
                 run, pre, arg, post = entry
                 if pre:
@@ -74,9 +81,13 @@ def einsum(args: tuple, lengths: dict[str, Any]) -> Any:
                 try:
                     out = run(arg, a, b)
                 except (RuntimeError, ValueError, TypeError) as e:
-                    _einsum_refused(_BY_TYPE[a.__class__], e)
+                    from .einsum import refused
+
+                    refused(_BY_TYPE[a.__class__], e)
                 return out if post is None else out.reshape(post)
-        return _einsum_planned_call(args, lengths)
+        from .einsum import planned_call
+
+        return planned_call(args, lengths, key)
     except RearrError as e:
         tensors = args[:-1]
         pattern = args[-1] if args else None
@@ -85,12 +96,19 @@ def einsum(args: tuple, lengths: dict[str, Any]) -> Any:
                              shape=shapes if shapes and None not in shapes else None, op="einsum") from None
 
 
-def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
-            check_bounds: bool | str = True) -> Any:
-    """transform's careful path: the arguments checked, the program found in or compiled into its
-    table (keyed on the call as it was made), run."""
+def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict[str, Any],
+              check_bounds: bool | str = True, key: tuple | None = None, direct: tuple | None = None) -> Any:
+    """The careful path of rearrange, reduce and repeat, past their look-ups (rearr.api): the arguments
+    checked, the program found in or compiled into its table, run. key and direct: the call's keys in
+    the plain and the direct table as the look-ups built them, under which the program is kept (None
+    where a look-up had none: a list input, a length that is not an int, a call that is not a gather
+    with check_bounds True or False)."""
+    from .program import length_value, plain_entry
+
     if op == "reduce":
-        err = _reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
+        from ..rules.arguments import reduction_error
+
+        err = reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
         if err is not None:
             raise err
     try:
@@ -98,12 +116,16 @@ def careful(op: str, tensor: Any, pattern: str, reduction: object, lengths: dict
         if backend is None:
             tensor, backend = tensor_and_backend(tensor)
         if pattern.__class__ is not str or "[" in pattern:
-            return _run_indexed(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds)
-        for value in lengths.values():
-            if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
-                lengths = {n: _length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
-                break
-        return _plain_entry(op, pattern, reduction, tensor, backend, lengths)(tensor, None)
+            from .indexed import run as run_indexed
+
+            return run_indexed(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds, direct)
+        if key is None:  # the look-up could not key the call as made: key it as it runs
+            for value in lengths.values():
+                if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
+                    lengths = {n: length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
+                    break
+            key = plain_key(op, pattern, reduction, tensor, lengths)
+        return plain_entry(op, pattern, reduction, tensor, backend, lengths, key)(tensor, None)
     except Exception as e:
         raise_in_context(e, op, tensor, pattern, lengths)
         raise
@@ -155,7 +177,9 @@ def index_col(e: RearrError, pattern: str) -> int | None:
 
 def check_bounds_mode(value: object, op: str, pattern: object) -> None:
     """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
-    err = _check_bounds_error(value)
+    from ..rules.arguments import check_bounds_error
+
+    err = check_bounds_error(value)
     if err is not None:
         raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
 
@@ -188,53 +212,3 @@ def shape_of(tensor: Any) -> object:
         return tuple(tuple(getattr(t, "shape", ())) for t in tensor) if tensor else None
     shape = getattr(tensor, "shape", None)
     return tuple(shape) if shape is not None else None
-
-
-# The careful path's modules load on their first use (`import rearr` needs none of them, nor rules/; a
-# first plain call needs rearr.run.program only): each function below imports its module, then binds
-# the function it stands for to its own name (_bind), so that later calls go there directly.
-
-
-def _bind(name: str, f: Any) -> Any:
-    globals()[name] = f
-    return f
-
-
-def _plain_entry(*args: Any) -> Any:
-    from .program import plain_entry
-    return _bind("_plain_entry", plain_entry)(*args)
-
-
-def _length_value(*args: Any) -> object:
-    from .program import length_value
-    return _bind("_length_value", length_value)(*args)
-
-
-def _run_indexed(*args: Any) -> Any:
-    from .indexed import run
-    return _bind("_run_indexed", run)(*args)
-
-
-def _einsum_planned_call(*args: Any) -> Any:
-    from .einsum import planned_call
-    return _bind("_einsum_planned_call", planned_call)(*args)
-
-
-def _einsum_refused(*args: Any) -> None:
-    from .einsum import refused
-    _bind("_einsum_refused", refused)(*args)
-
-
-def _reduction_error(*args: Any) -> Any:
-    from ..rules.arguments import reduction_error
-    return _bind("_reduction_error", reduction_error)(*args)
-
-
-def _fill_value(*args: Any) -> Any:
-    from ..rules.arguments import fill_value
-    return _bind("_fill_value", fill_value)(*args)
-
-
-def _check_bounds_error(*args: Any) -> Any:
-    from ..rules.arguments import check_bounds_error
-    return _bind("_check_bounds_error", check_bounds_error)(*args)

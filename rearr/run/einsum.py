@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from ..planning.einsum import EinsumPlan
 
 
-def planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any]) -> Any:
-    """Plan through cache.einsum_plan, keep a two-operand program for einsum's look-up, run."""
+def planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any], key: tuple | None = None) -> Any:
+    """Plan through cache.einsum_plan, keep a two-operand program for einsum's look-up (under key, the
+    call's key there as the look-up built it), run."""
     pattern = tensors_and_pattern[-1] if tensors_and_pattern else None
     tensors = tensors_and_pattern[:-1]
     if pattern.__class__ is str and tensors:
@@ -27,13 +28,8 @@ def planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any]) -> An
             if len(shapes) == len(tensors):
                 lengths = _plan_lengths(pattern, axes_lengths) if axes_lengths else ()
                 entry = program(backend, _planned(pattern, shapes, lengths))
-                if len(tensors) == 2:
-                    key = cache.einsum_key(pattern, tensors[0], tensors[1], axes_lengths)
-                    try:
-                        if key is not None:  # else a length the fast path does not key: it never looks
-                            cache.einsum_pairs.add(key, entry)
-                    except TypeError:  # symbolic shapes: not kept, planned on each call (one per trace)
-                        pass
+                if key is not None:  # else a call the look-up does not key: it never looks
+                    cache.einsum_pairs.add(key, entry)
                 return run(backend, *entry, tensors)
     return careful(tensors_and_pattern, axes_lengths)
 

@@ -19,9 +19,11 @@ from .program import analyze, compile_steps, length_value, one_function
 
 
 def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any], into: Any,
-        fill: object, check_bounds: bool | str) -> Any:
+        fill: object, check_bounds: bool | str, direct: tuple | None = None) -> Any:
     """Convert and check the indexes, find or compile the program, run it (once: a refusal by a native
-    call that was left to check an index is named by rearr's own check, see after_refusal)."""
+    call that was left to check an index is named by rearr's own check, see after_refusal). direct: the
+    call's key in cache.direct as its reader built it, under which the call's direct program is kept;
+    None where the reader does not look the call up there."""
     if not isinstance(pattern, str):
         recipe.parse(pattern)  # raises the RearrError that says so
     into_shape = None
@@ -53,12 +55,10 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
         out = program(x, env)
     else:
         out = unchecked_run(program, x, env, backend)
-    if into is None and backend.READY_INDEXES and (check_bounds is True or check_bounds is False):
-        try:  # the dtype check passed: the next such call finds the Plan's native calls in DIRECT
-            cache.direct.get(cache.direct_key(op, x, pattern, reduction, check_bounds, kwargs), direct_program,
-                             uses, unchecked, natively_checked, backend, pattern, tuple(kwargs), check_bounds)
-        except TypeError:  # unhashable: see rearr.run.cache
-            pass
+    if direct is not None and backend.READY_INDEXES:
+        # the dtype check passed: the next such call finds the Plan's native calls in DIRECT
+        cache.direct.get(direct, direct_program, uses, unchecked, natively_checked, backend, pattern,
+                         tuple(kwargs), check_bounds)
     return out
 
 
@@ -77,43 +77,43 @@ def unchecked_run(program: Callable, x: Any, env: IndexEnv, backend: Any) -> Any
 
 def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any],
                into_shape: tuple | None, checks: bool | str) -> tuple[tuple, Callable, frozenset, Callable]:
-    """The indexed table's entry for the call: keyed on the index tensors' shapes and the int lengths."""
-    tensor = backend.TENSOR
-    key = []
-    for name, value in kwargs.items():
-        kind = value.__class__
-        if kind is tensor and value.ndim:  # a 0-d tensor may be a length: the slower loop below tells
-            key.append((name, value.shape))
-        elif kind is int:
-            key.append((name, value))
-        else:
-            break  # a list index, a numpy int length, a bad value: the slower loop below
-    else:
+    """The indexed table's entry for the call, found there or compiled and kept: keyed by
+    cache.indexed_key on the index tensors' shapes and the int lengths."""
+    keywords = ready_keywords(kwargs, backend.TENSOR)
+    if keywords is not None:  # the common call: one look-up
+        key = cache.indexed_key(op, pattern, reduction, backend, x.shape, keywords, into_shape)
         try:
-            keywords = tuple(key)
-            full_key = (op, pattern, reduction, backend, x.shape, keywords, into_shape)  # cache.indexed_key, inlined
-            found = cache.INDEXED.get(full_key)
-            if found is not None:  # the common call: one look-up
-                return found
-            return cache.indexed.get(full_key, compile_indexed, op, pattern, reduction, backend, x.shape,
-                                     keywords, into_shape)
-        except TypeError:  # unhashable, or an int where an index belongs: the slower loop converts it
+            return cache.indexed.get(key, compile_indexed, *key)
+        except TypeError:  # unhashable, or an int where an index belongs: read again below, converted
             pass
-    names = cache.index_names(pattern)
-    key = []
+    names, read = cache.index_names(pattern), []
     for name, value in kwargs.items():
         if name in names:
-            key.append((name, backend.convert_index(value, x, name, pattern, checks).shape))
+            read.append((name, backend.convert_index(value, x, name, pattern, checks).shape))
         else:
-            if value.__class__ is not int:
-                value = length_value(op, pattern, reduction, kwargs, name, value)
-            key.append((name, value))
-    keywords = tuple(key)
+            read.append((name, value if value.__class__ is int else length_value(op, pattern, reduction, kwargs,
+                                                                                  name, value)))
+    key = cache.indexed_key(op, pattern, reduction, backend, x.shape, tuple(read), into_shape)
     try:
-        return cache.indexed.get(cache.indexed_key(op, pattern, reduction, backend, x.shape, keywords, into_shape),
-                                 compile_indexed, op, pattern, reduction, backend, x.shape, keywords, into_shape)
+        return cache.indexed.get(key, compile_indexed, *key)
     except TypeError:  # unhashable: see rearr.run.cache
-        return compile_indexed(op, pattern, reduction, backend, x.shape, keywords, into_shape)
+        return compile_indexed(*key)
+
+
+def ready_keywords(kwargs: dict[str, Any], tensor: type) -> tuple | None:
+    """Each keyword as the indexed key holds it, (name, the index's shape or the int length), where every
+    value is a tensor of the backend's own class or an int; else None (a list index, a numpy int
+    length, a 0-d tensor that may be a length: program_of reads them one by one)."""
+    out = []
+    for name, value in kwargs.items():
+        kind = value.__class__
+        if kind is tensor and value.ndim:
+            out.append((name, value.shape))
+        elif kind is int:
+            out.append((name, value))
+        else:
+            return None
+    return tuple(out)
 
 
 def compile_indexed(

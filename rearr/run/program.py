@@ -17,11 +17,12 @@ from ..rules.arguments import symbolic_number
 from . import cache
 
 
-def plain_entry(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict) -> Any:
-    """The program of a call without brackets (int lengths): from cache.plain, else compiled now and
-    kept there, so that the fast path (rearr.run._front_doors) finds it on the next call."""
+def plain_entry(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict,
+                key: tuple | None) -> Any:
+    """The program of a call without brackets (int lengths): from cache.plain under key (the call's
+    key there, cache.plain_key's), else compiled now and kept under key, where the public function
+    looks it up on the next call."""
     items = tuple(lengths.items())
-    key = cache.plain_key(op, pattern, reduction, x, lengths)
     try:
         if key is not None:  # else a symbolic length (torch.compile): planned for this call alone
             return cache.plain.get(key, plain, op, pattern, reduction, backend, x.shape, items)

@@ -1,8 +1,9 @@
-"""Each plan table's reader and writer agree on the key: the key function that the writer keys an entry
-with finds it for the same call, and the reader (the fast path, which inlines some key functions) finds
-it on the next call, so that the table does not grow and nothing is planned or compiled again.
+"""Each plan table's reader and writer agree on the key: the reader (rearr.api's look-up, or rearr.run.call's)
+builds the call's key once and passes it down the careful path, and the writer keeps the program under that
+very key, so that the next such call finds it: the table does not grow and nothing is planned or compiled
+again.
 
-A drift between the two raises nothing: the table would only stop hitting. Every table of
+A drift between the two would raise nothing: the table would only stop hitting. Every table of
 rearr.run.cache.CACHES that has a reader and a writer is covered here.
 """
 
@@ -16,6 +17,7 @@ import rearr
 import rearr.run.einsum
 import rearr.run.indexed
 import rearr.run.program
+from rearr import api
 from rearr.backends import backend_for
 from rearr.run import cache, call
 
@@ -34,10 +36,14 @@ class _Spy:
         return self.real(*args)
 
 
-def _second_call_hits(monkeypatch, table: cache.Table, key: tuple, run, *spied: tuple) -> None:
-    """The first run() stored its entry under key; the second finds it through the reader: none of the
-    spied (module, name) functions -- the careful path, the compiler -- runs, and the table keeps its size."""
+def _second_call_hits(monkeypatch, table: cache.Table, key: tuple | None, run, *spied: tuple) -> None:
+    """The first run() stored its entry under key (None: its one entry, where the reader builds the key
+    in place); the second finds it through the reader: none of the spied (module, name) functions -- the
+    careful path, the compiler -- runs, and the table keeps its size."""
     first = run()
+    if key is None:
+        assert len(table.entries) == 1, list(table.entries)
+        (key,) = table.entries
     assert key in table.entries, f"the writer's key is not the key function's: {key} not in {list(table.entries)}"
     entry, size = table.entries[key], len(table.entries)
     spies = [_Spy(monkeypatch, module, name) for module, name in spied]
@@ -68,15 +74,14 @@ def test_the_plain_table(monkeypatch, lib, op, pattern, reduction, lengths):
     x = _x(lib)
     fn = getattr(rearr, op)
     run = (lambda: fn(x, pattern, **lengths)) if op != "reduce" else (lambda: fn(x, pattern, reduction, **lengths))
-    key = cache.plain_key(op, pattern, reduction, x, lengths)
-    _second_call_hits(monkeypatch, cache.plain, key, run, (call, "careful"), (rearr.run.program, "plain"))
+    _second_call_hits(monkeypatch, cache.plain, None, run, (api, "_transform"), (rearr.run.program, "plain"))
 
 
 def test_a_reduce_callable_is_keyed_as_passed(monkeypatch):
     cache.plain.cache_clear()
     x, f = _x(np.asarray), lambda t, axes: t.sum(axis=axes)
-    key = cache.plain_key("reduce", "a b -> a", f, x, {})
-    _second_call_hits(monkeypatch, cache.plain, key, lambda: rearr.reduce(x, "a b -> a", f), (call, "careful"))
+    _second_call_hits(monkeypatch, cache.plain, None, lambda: rearr.reduce(x, "a b -> a", f), (api, "_transform"))
+    assert f in next(iter(cache.plain.entries))
 
 
 def _index(lib):
@@ -89,7 +94,7 @@ def test_the_direct_table_for_a_gather(monkeypatch, lib):
     x, idx, pattern = _x(lib, (4, 5)), _index(lib), "b n[i: b k] -> b k"
     key = cache.direct_key("rearrange", x, pattern, None, True, {"i": idx})
     _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.rearrange(x, pattern, i=idx),
-                      (call, "careful"), (call, "_run_indexed"))
+                      (api, "_transform"), (rearr.run.indexed, "run"))
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -98,7 +103,7 @@ def test_the_direct_table_for_an_unchecked_gather(monkeypatch, lib):
     x, idx, pattern = _x(lib, (4, 5)), _index(lib), "b n[i: b k] -> b k"
     key = cache.direct_key("rearrange", x, pattern, None, False, {"i": idx})
     _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.rearrange(x, pattern, i=idx, check_bounds=False),
-                      (call, "careful"), (call, "_run_indexed"))
+                      (api, "_transform"), (rearr.run.indexed, "run"))
     assert cache.direct_key("rearrange", x, pattern, None, True, {"i": idx}) not in cache.direct.entries
 
 
@@ -108,7 +113,7 @@ def test_the_direct_table_for_a_scatter(monkeypatch, lib):
     src, idx, pattern = _x(lib, (4, 2)), _index(lib), "b k -> b n[i: b k]"
     key = cache.direct_key("scatter", src, pattern, "sum", True, {"i": idx, "n": 5})
     _second_call_hits(monkeypatch, cache.direct, key, lambda: rearr.scatter(src, pattern, "sum", i=idx, n=5),
-                      (call, "_run_indexed"))
+                      (rearr.run.indexed, "run"))
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -118,7 +123,7 @@ def test_the_direct_table_for_an_unchecked_scatter(monkeypatch, lib):
     key = cache.direct_key("scatter", src, pattern, "sum", False, {"i": idx, "n": 5})
     _second_call_hits(monkeypatch, cache.direct, key,
                       lambda: rearr.scatter(src, pattern, "sum", i=idx, n=5, check_bounds=False),
-                      (call, "_run_indexed"))
+                      (rearr.run.indexed, "run"))
 
 
 INDEXED = {  # calls that the direct table does not serve: each looks its program up in the indexed table
@@ -160,21 +165,75 @@ def test_the_einsum_table(monkeypatch, lib, pattern, shapes, lengths):
     a, b = (_x(lib, s) for s in shapes)
     key = cache.einsum_key(pattern, a, b, lengths)
     _second_call_hits(monkeypatch, cache.einsum_pairs, key, lambda: rearr.einsum(a, b, pattern, **lengths),
-                      (call, "_einsum_planned_call"), (rearr.run.einsum, "planned_call"))
+                      (rearr.run.einsum, "planned_call"), (rearr.run.einsum, "careful"))
 
 
-def test_the_inlined_readers_key_as_their_key_functions():
-    """The fast paths build plain_key's, einsum_key's and indexed_key's tuples in place (one call less on
-    the hot path): a length that is not a plain int gives no key, in both; the indexed key is its
-    arguments in order, as rearr.run.indexed.program_of writes it."""
+def test_a_length_that_is_not_an_int_gives_no_key():
+    """2.0 == 2 and True == 1: such a length would find an int's entry, so the key functions give none
+    (the careful path validates it, and keys the call once its lengths are ints)."""
     x = np.zeros((4, 3))
     assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": 2.0}) is None
     assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": True}) is None
     assert cache.einsum_key("i j, j k -> i k", x, x.T, {"i": np.int64(4)}) is None
     assert cache.plain_key("rearrange", "a b -> b a", None, x, {}) == ("rearrange", "a b -> b a", None, np.ndarray,
                                                                        (4, 3), ())
-    args = ("rearrange", "a i[idx] -> a", None, object(), (4, 3), (("idx", (4,)),), None)
-    assert cache.indexed_key(*args) == args
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize(("make", "lengths"), [
+    (lambda x: [x, x], {}),  # a list: keyed once it is stacked
+    (lambda x: x, {"r": np.int64(2)}),  # a numpy int length: keyed once it is an int
+])
+def test_a_call_that_its_look_up_cannot_key_is_keyed_by_the_careful_path(monkeypatch, lib, make, lengths):
+    cache.plain.cache_clear()
+    x = _x(lib)
+    fn = (lambda: rearr.repeat(make(x), "... -> ... r", **lengths)) if lengths else \
+        (lambda: rearr.rearrange(make(x), "n a b -> a b n"))
+    first = fn()
+    size = len(cache.plain.entries)
+    spy = _Spy(monkeypatch, rearr.run.program, "plain")
+    np.testing.assert_array_equal(np.asarray(fn()), np.asarray(first))
+    assert spy.calls == 0 and len(cache.plain.entries) == size == 1
+
+
+class _Marked:
+    """Stands for a key function: its key with a mark in front, so that the test sees where it went."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def __call__(self, *args):
+        key = self.real(*args)
+        return None if key is None else ("marked", *key)
+
+
+class _MarkedTransform:
+    """Stands for rearr.run.call.transform, as rearr.api calls it: the key of api's look-up, marked."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def __call__(self, op, tensor, pattern, reduction, lengths, check_bounds, key, direct):
+        return self.real(op, tensor, pattern, reduction, lengths, check_bounds, ("marked", *key), direct)
+
+
+@pytest.mark.parametrize("table, module, name, run", [
+    ("plain", api, "_transform", lambda x, idx: rearr.rearrange(x, "a b -> b a")),
+    ("direct", api, "_direct_key", lambda x, idx: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx)),
+    ("direct", call, "direct_key", lambda x, idx: rearr.scatter(x[:, :2], "b k -> b n[i: b k]", "sum", i=idx, n=5)),
+    ("einsum_pairs", call, "einsum_key", lambda x, idx: rearr.einsum(x, x, "b n, c n -> b c")),
+], ids=["plain", "direct gather", "direct scatter", "einsum pairs"])
+def test_the_writer_keeps_the_program_under_the_readers_key(monkeypatch, table, module, name, run):
+    """The key is built once, by the reader: the writer keeps the program under the key it was given,
+    never under one it builds again."""
+    for t in cache.CACHES:
+        t.cache_clear()
+    marked = _MarkedTransform if name == "_transform" else _Marked
+    monkeypatch.setattr(module, name, marked(getattr(module, name)))
+    x, idx = _x(np.asarray, (4, 5)), _index(np.asarray)
+    run(x, idx)
+    keys = list(getattr(cache, table).entries)
+    assert len(keys) == 1 and keys[0][0] == "marked", keys
 
 
 def test_every_table_with_a_reader_and_a_writer_is_covered_here():

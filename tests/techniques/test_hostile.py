@@ -503,7 +503,8 @@ def test_odd_arguments(backend):
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_axis_names_like_the_parameters(backend):
-    """Positional-only tensor parameters: axes or indices named x, src, tensor, pattern work."""
+    """Axes or indices named like the parameters work: x, src (scatter's source is positional-only),
+    axes_lengths; not tensor, which is a keyword as in einops (`rearrange(tensor=x, pattern=...)`)."""
     x = rng.standard_normal((2, 6))
     xx = x if backend == "numpy" else T(x)
     conv = (lambda a: a) if backend == "numpy" else T
@@ -511,8 +512,10 @@ def test_axis_names_like_the_parameters(backend):
     np.testing.assert_array_equal(to_numpy(out), x.reshape(2, 2, 3).transpose(2, 0, 1))
     out = rearr.reduce(xx, "tensor (src y) -> tensor y", "sum", src=2)
     np.testing.assert_allclose(to_numpy(out), x.reshape(2, 2, 3).sum(1))
-    out = rearr.repeat(xx, "a b -> a b tensor", tensor=2)
+    out = rearr.repeat(xx, "a b -> a b axes_lengths", axes_lengths=2)
     assert tuple(out.shape) == (2, 6, 2)
+    with pytest.raises(TypeError, match="multiple values for argument 'tensor'"):  # as in einops
+        rearr.repeat(xx, "a b -> a b tensor", tensor=2)
     src = conv(np.array([1, 0]))
     out = rearr.scatter(xx, "b k -> n[src: b] k", "sum", src=src, n=2)
     np.testing.assert_allclose(to_numpy(out), x[::-1])

@@ -38,17 +38,23 @@ def functions() -> None:
     by_callable: Array = rearr.reduce(x, "b h w -> b", lambda t, axes: t.sum(axes))
     repeated: Array = rearr.repeat(x, "b h w -> b h w c", c=2)
     summed: Array = rearr.scatter(x, "b h w -> b h m[idx: w]", "sum", idx=np.array([0, 1, 1, 0]), m=2)
-    product = rearr.einsum(x, np.ones((4, 5)), "b h w, w d -> b h d")
+    product: Array = rearr.einsum(x, np.ones((4, 5)), "b h w, w d -> b h d")
+    by_keyword: Array = rearr.rearrange(tensor=x, pattern="b h w -> w h b")
+    reduced_by_keyword: Array = rearr.reduce(tensor=x, pattern="b h w -> b", reduction="sum")
+    checked: Array = rearr.rearrange(x, "b h w[idx: b h] -> b h", idx=np.zeros((2, 3), dtype=np.int64),
+                                     check_bounds="sync")
     packed, shapes = rearr.pack([x, np.ones((2, 4))], "b * w")
     first_shape: tuple[int, ...] = shapes[0]
     pieces: list[Array] = rearr.unpack(packed, shapes, "b * w")
     lengths: dict[str, int] = rearr.parse_shape(x, "b _ w")
+    lengths_by_keyword: dict[str, int] = rearr.parse_shape(x=x, pattern="b _ w")
     as_numpy: npt.NDArray[Any] = rearr.asnumpy(torch.ones(2))
     assert flat.shape == (2, 12) and stacked.shape == also_stacked.shape == (2, 3, 4, 2) and gathered.shape == (2, 3)
     assert pooled.shape == (2, 3, 2) and by_callable.shape == (2,) and repeated.shape == (2, 3, 4, 2)
     assert summed.shape == (2, 3, 2) and product.shape == (2, 3, 5) and packed.shape == (2, 4, 4)
     assert first_shape == (3,) and [p.shape for p in pieces] == [(2, 3, 4), (2, 4)]
-    assert lengths == {"b": 2, "w": 4} and isinstance(as_numpy, np.ndarray)
+    assert lengths == lengths_by_keyword == {"b": 2, "w": 4} and isinstance(as_numpy, np.ndarray)
+    assert by_keyword.shape == (4, 3, 2) and reduced_by_keyword.shape == (2,) and checked.shape == (2, 3)
 
 
 def explain_and_errors() -> None:
@@ -98,6 +104,9 @@ def refused() -> None:
     rearr.rearrange(np.zeros(3), 3)  # type: ignore[arg-type]  # a pattern is a str
     rearr.explain("a -> a", (2,), show="yes")  # type: ignore[arg-type]
     rearr.rearrange([[1.0, 2.0]], "a b -> b a")  # type: ignore[type-var]  # a tensor, or a list of tensors
+    rearr.reduce(np.zeros(3), "a -> ", "avg")  # type: ignore[arg-type]  # a reduction's name, or a callable
+    rearr.scatter(np.zeros(3), "a -> n[i: a]", "add", i=np.zeros(3, dtype=np.int64))  # type: ignore[arg-type]
+    rearr.rearrange(np.zeros(3), "a -> a", check_bounds="always")  # type: ignore[arg-type]
     Rearrange(3)  # type: ignore[arg-type]
 
 
