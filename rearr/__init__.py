@@ -5,8 +5,8 @@ Array API arrays.
 first pattern, a backend when a tensor of its framework first arrives, and rearr.explain on its
 first use.
 
-The package is laid out as its pipeline: syntax -> rules -> planning -> backends, with api (the
-public functions) on top and tools (explain, check, the command line) at the edge.
+The package is laid out as its pipeline: syntax -> rules -> planning -> run -> backends, with api
+(the public functions) on top and tools (explain, check, the command line) at the edge.
 """
 
 from typing import TYPE_CHECKING
