@@ -62,7 +62,7 @@ def _allow_in_graph() -> None:
     from torch._subclasses.functional_tensor import FunctionalTensor
 
     from .backends import _BY_TYPE, _load, _torch_ops
-    from .run import packing  # noqa: F401  parse_shape is traced: its module is loaded before dynamo reads it
+    from .run import parse_shape  # noqa: F401  parse_shape is traced: its module is loaded before dynamo reads it
 
     _torch_ops._define()  # the check ops exist before dynamo traces their first call
 

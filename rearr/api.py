@@ -1,10 +1,10 @@
 """The public functions: each its signature and docstring, then its call into rearr.run.
 
 rearrange, reduce and repeat first look the call up in the table of calls without index brackets
-(rearr.run.cache.plain), and rearrange a gather in the direct table (cache.DIRECT): a call seen before
+(rearr.run.cache.unindexed), and rearrange a gather in the direct table (cache.DIRECT): a call seen before
 runs its program from there. Anything else goes on to the careful path, rearr.run.call.transform,
-with the keys of those look-ups, under which it keeps the program it makes. The plain key is built
-here, as rearr.run.cache.plain_key builds it, rather than by calling it: a Python frame is a part of
+with the keys of those look-ups, under which it keeps the program it makes. The unindexed key is built
+here, as rearr.run.cache.unindexed_key builds it, rather than by calling it: a Python frame is a part of
 a tiny call that bench_ab.py measures.
 """
 
@@ -17,6 +17,7 @@ from . import run as _run
 from .run import cache as _cache
 from .run.cache import CAREFUL as _CAREFUL
 from .run.cache import direct_key as _direct_key
+from .run.call import asnumpy as _asnumpy
 from .run.call import check_bounds_mode as _check_bounds_mode
 from .run.call import einsum as _einsum
 from .run.call import raise_in_context as _raise_in_context
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # annotations only: `import rearr` does not build the type al
 
 # Assigned, not imported: CPython 3.11 compiles a method call on a name that an import binds as a
 # module attribute's (a new bound method each call), on an assigned name as a method call.
-_PLAIN, _DIRECT = _cache.PLAIN, _cache.DIRECT
+_UNINDEXED, _DIRECT = _cache.UNINDEXED, _cache.DIRECT
 
 
 def rearrange(
@@ -49,7 +50,7 @@ def rearrange(
     """
     if check_bounds is not True and check_bounds is not False:  # a mode to validate, seen before or not
         _check_bounds_mode(check_bounds, "rearrange", pattern)
-    try:  # a call seen before, without brackets: its program (the key: rearr.run.cache.plain_key's, built here)
+    try:  # a call seen before, without brackets: its program (the key: rearr.run.cache.unindexed_key's, built here)
         key = run = None
         items = ()
         if axes_lengths:
@@ -61,7 +62,7 @@ def rearrange(
                 items = tuple(axes_lengths.items())
         if items is not None:
             key = ("rearrange", pattern, None, tensor.__class__, tensor.shape, items)
-            run = _PLAIN.get(key)
+            run = _UNINDEXED.get(key)
     except Exception:  # not a tensor, or not hashable: the careful path says why, or keys it itself
         key = run = None
     if run is not None:
@@ -108,7 +109,7 @@ def reduce(
                 items = tuple(axes_lengths.items())
         if items is not None:
             key = ("reduce", pattern, reduction, tensor.__class__, tensor.shape, items)
-            run = _PLAIN.get(key)
+            run = _UNINDEXED.get(key)
     except Exception:
         key = run = None
     if run is not None:
@@ -134,7 +135,7 @@ def repeat(tensor: Tensor | Sequence[Tensor], pattern: str, **axes_lengths: Any)
                 items = tuple(axes_lengths.items())
         if items is not None:
             key = ("repeat", pattern, None, tensor.__class__, tensor.shape, items)
-            run = _PLAIN.get(key)
+            run = _UNINDEXED.get(key)
     except Exception:
         key = run = None
     if run is not None:
@@ -205,9 +206,9 @@ def unpack(tensor: Tensor, packed_shapes: Iterable[Sequence[int]], pattern: str)
 
 def asnumpy(tensor: Any) -> NDArray[Any]:
     """The tensor as a numpy array (detached and on the CPU for torch), as einops.asnumpy."""
-    return _run.packing.asnumpy(tensor)
+    return _asnumpy(tensor)
 
 
 def parse_shape(x: Any, pattern: str) -> dict[str, int]:
     """The lengths of the named axes: parse_shape(x, "b _ h w") -> {'b': 2, 'h': 5, 'w': 7}."""
-    return _run.packing.parse_shape(x, pattern)
+    return _run.parse_shape.parse_shape(x, pattern)

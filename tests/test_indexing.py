@@ -318,11 +318,11 @@ def strategy(request, monkeypatch):
         monkeypatch.setattr(planner, "ROWS_MIN_ELEMENTS", 0)
     if request.param == "flat":
         monkeypatch.setattr(numpy_backend, "_SMALL_SCATTER", 0)
-    cache.plain.cache_clear()
+    cache.unindexed.cache_clear()
     cache.indexed.cache_clear()
     cache.direct.cache_clear()
     yield request.param
-    cache.plain.cache_clear()
+    cache.unindexed.cache_clear()
     cache.indexed.cache_clear()
     cache.direct.cache_clear()
 

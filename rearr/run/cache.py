@@ -32,7 +32,7 @@ class Table:
         self.entries: dict = {}
         self._lock = allocate_lock()
 
-    def get(self, key: tuple, make: Callable, *args: Any) -> Any:
+    def get_or_make(self, key: tuple, make: Callable, *args: Any) -> Any:
         """The entry of key, made now by make(*args) and kept if there is none; an unhashable key
         raises TypeError (before make runs)."""
         entry = self.entries.get(key)
@@ -65,8 +65,8 @@ class CacheInfo(Record):  # what lru_cache's cache_info() says of its size (a Na
 
 # --- calls without index brackets: key -> program run(x, env) -----------------
 
-plain = Table("plain")
-PLAIN = plain.entries  # rearrange, reduce and repeat (rearr.api) look their call up here first
+unindexed = Table("unindexed")
+UNINDEXED = unindexed.entries  # rearrange, reduce and repeat (rearr.api) look their call up here first
 
 
 def int_items(lengths: dict[str, Any]) -> tuple | None:
@@ -78,7 +78,7 @@ def int_items(lengths: dict[str, Any]) -> tuple | None:
     return tuple(lengths.items())
 
 
-def plain_key(op: str, pattern: str, reduction: object, x: Any, lengths: dict[str, Any]) -> tuple | None:
+def unindexed_key(op: str, pattern: str, reduction: object, x: Any, lengths: dict[str, Any]) -> tuple | None:
     """The call as the public function holds it: op and reduction as passed (reduce's "rearrange"
     included), x's class and shape, the int lengths; None where a length is not a plain int.
 
@@ -145,7 +145,7 @@ EINSUM_PAIRS = einsum_pairs.entries
 
 def einsum_key(pattern: str, a: Any, b: Any, lengths: dict[str, Any]) -> tuple | None:
     """The pattern, each operand's class and shape, the int lengths; None where a length is not a
-    plain int (as plain_key)."""
+    plain int (as unindexed_key)."""
     items = int_items(lengths) if lengths else ()
     return None if items is None else (pattern, a.__class__, a.shape, b.__class__, b.shape, items)
 
@@ -169,7 +169,7 @@ def __getattr__(name: str) -> object:
     if name == "CACHES":
         from ..rules import recipe
 
-        caches = (recipe.analyze, plain, indexed, direct, index_names, einsum_pairs, einsum_plan)
+        caches = (recipe.analyze, unindexed, indexed, direct, index_names, einsum_pairs, einsum_plan)
         globals()["CACHES"] = caches
         return caches
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

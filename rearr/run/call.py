@@ -14,9 +14,9 @@ from typing import Any
 from ..backends import _BY_TYPE, backend_for
 from ..errors import RearrError
 from . import cache
-from .cache import CAREFUL, direct_key, einsum_key, plain_key
+from .cache import CAREFUL, direct_key, einsum_key, unindexed_key
 
-# Assigned, not imported: the look-ups are method calls (see rearr.api's _PLAIN).
+# Assigned, not imported: the look-ups are method calls (see rearr.api's _UNINDEXED).
 DIRECT, EINSUM_PAIRS = cache.DIRECT, cache.EINSUM_PAIRS
 
 
@@ -100,10 +100,10 @@ def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: di
               check_bounds: bool | str = True, key: tuple | None = None, direct: tuple | None = None) -> Any:
     """The careful path of rearrange, reduce and repeat, past their look-ups (rearr.api): the arguments
     checked, the program found in or compiled into its table, run. key and direct: the call's keys in
-    the plain and the direct table as the look-ups built them, under which the program is kept (None
+    the unindexed and the direct table as the look-ups built them, under which the program is kept (None
     where a look-up had none: a list input, a length that is not an int, a call that is not a gather
     with check_bounds True or False)."""
-    from .program import length_value, plain_entry
+    from .program import length_value, unindexed_program
 
     if op == "reduce":
         from ..rules.arguments import reduction_error
@@ -124,8 +124,8 @@ def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: di
                 if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
                     lengths = {n: length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
                     break
-            key = plain_key(op, pattern, reduction, tensor, lengths)
-        return plain_entry(op, pattern, reduction, tensor, backend, lengths, key)(tensor, None)
+            key = unindexed_key(op, pattern, reduction, tensor, lengths)
+        return unindexed_program(op, pattern, reduction, tensor, backend, lengths, key)(tensor, None)
     except Exception as e:
         raise_in_context(e, op, tensor, pattern, lengths)
         raise
@@ -212,3 +212,10 @@ def shape_of(tensor: Any) -> object:
         return tuple(tuple(getattr(t, "shape", ())) for t in tensor) if tensor else None
     shape = getattr(tensor, "shape", None)
     return tuple(shape) if shape is not None else None
+
+
+def asnumpy(tensor: Any) -> Any:
+    try:  # a backend refuses what numpy cannot hold with its own RearrError and fix; a lazy array's
+        return backend_for(tensor).to_numpy(tensor)  # computation raises what it raises
+    except RearrError as e:
+        raise e.with_context(op="asnumpy") from None

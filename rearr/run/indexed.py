@@ -57,7 +57,7 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
         out = unchecked_run(program, x, env, backend)
     if direct is not None and backend.READY_INDEXES:
         # the dtype check passed: the next such call finds the Plan's native calls in DIRECT
-        cache.direct.get(direct, direct_program, uses, unchecked, natively_checked, backend, pattern,
+        cache.direct.get_or_make(direct, direct_program, uses, unchecked, natively_checked, backend, pattern,
                          tuple(kwargs), check_bounds)
     return out
 
@@ -83,7 +83,7 @@ def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, k
     if keywords is not None:  # the common call: one look-up
         key = cache.indexed_key(op, pattern, reduction, backend, x.shape, keywords, into_shape)
         try:
-            return cache.indexed.get(key, compile_indexed, *key)
+            return cache.indexed.get_or_make(key, compile_indexed, *key)
         except TypeError:  # unhashable, or an int where an index belongs: read again below, converted
             pass
     names, read = cache.index_names(pattern), []
@@ -95,7 +95,7 @@ def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, k
                                                                                   name, value)))
     key = cache.indexed_key(op, pattern, reduction, backend, x.shape, tuple(read), into_shape)
     try:
-        return cache.indexed.get(key, compile_indexed, *key)
+        return cache.indexed.get_or_make(key, compile_indexed, *key)
     except TypeError:  # unhashable: see rearr.run.cache
         return compile_indexed(*key)
 

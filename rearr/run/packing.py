@@ -1,4 +1,5 @@
-"""pack, unpack, parse_shape and asnumpy: the calls that run no plan (their docstrings are rearr.api's)."""
+"""pack and unpack: a list of tensors joined along one axis and split again, with no plan (their
+docstrings are rearr.api's)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ from typing import Any
 
 from ..backends import backend_for
 from ..errors import RearrError
-from ..planning import parse_shape as parse_shape_rule
-from ..planning.lengths import known_shape, length_of, unknown_length, unknown_lengths
+from ..planning.lengths import known_shape, length_of
 from ..planning.plan import Reshape
 from ..rules import arguments, recipe
-from .call import shape_of, tensor_and_backend
+from .call import shape_of
 
 
 def pack(tensors: Sequence[Any], pattern: str) -> tuple[Any, list[tuple[int, ...]]]:
@@ -142,33 +142,3 @@ def _pack_split_cached(pattern: str, op: str) -> tuple[int, int]:
     (dims,) = recipe.analyze(pattern, op).inputs
     star = [d.names for d in dims].index(("*",))
     return star, len(dims) - star - 1
-
-
-def asnumpy(tensor: Any) -> Any:
-    try:  # a backend refuses what numpy cannot hold with its own RearrError and fix; a lazy array's
-        return backend_for(tensor).to_numpy(tensor)  # computation raises what it raises
-    except RearrError as e:
-        raise e.with_context(op="asnumpy") from None
-
-
-def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
-    try:
-        x, _ = tensor_and_backend(tensor)
-        shape = tuple(x.shape)
-        if pattern.__class__ is not str:
-            recipe.parse(pattern)  # the RearrError that says a pattern is a str (not a cache's TypeError)
-        result: dict[str, int] = {}
-        for k, name, want, col in parse_shape_rule.layout(pattern, len(shape)):
-            n = shape[k]  # a skipped dimension ('_', '...') may stay unknown
-            if unknown_length(n):
-                raise unknown_lengths(f"dimension {k} of the input's shape {shape} is unknown", col=col)
-            n = length_of(n)
-            if name is not None:
-                result[name] = n
-            elif n != want:
-                raise RearrError(f"dimension {k} has length {n}, the pattern says {want}", code="RA303",
-                                 pattern=pattern, col=col, hint="use '_' to skip a dimension")
-        return result
-    except RearrError as e:
-        raise e.with_context(pattern=pattern if isinstance(pattern, str) else None, shape=shape_of(tensor),
-                             op="parse_shape") from None

@@ -1,6 +1,6 @@
 """A call's Plan compiled to its program: the backend's native calls after the plan's dtype check
 (prelude), as one function run(x, env); for a call without index brackets, found in (or added to)
-cache.plain."""
+cache.unindexed."""
 
 from __future__ import annotations
 
@@ -17,21 +17,21 @@ from ..rules.arguments import symbolic_number
 from . import cache
 
 
-def plain_entry(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict,
-                key: tuple | None) -> Any:
-    """The program of a call without brackets (int lengths): from cache.plain under key (the call's
-    key there, cache.plain_key's), else compiled now and kept under key, where the public function
+def unindexed_program(op: str, pattern: str, reduction: object, x: Any, backend: Any, lengths: dict,
+                      key: tuple | None) -> Any:
+    """The program of a call without brackets (int lengths): from cache.unindexed under key (the call's
+    key there, cache.unindexed_key's), else compiled now and kept under key, where the public function
     looks it up on the next call."""
     items = tuple(lengths.items())
     try:
         if key is not None:  # else a symbolic length (torch.compile): planned for this call alone
-            return cache.plain.get(key, plain, op, pattern, reduction, backend, x.shape, items)
+            return cache.unindexed.get_or_make(key, compile_unindexed, op, pattern, reduction, backend, x.shape, items)
     except TypeError:  # unhashable: see rearr.run.cache
         pass
-    return plain(op, pattern, reduction, backend, x.shape, items)
+    return compile_unindexed(op, pattern, reduction, backend, x.shape, items)
 
 
-def plain(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> Callable:
+def compile_unindexed(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> Callable:
     """Plan a call without index brackets and compile the Plan to its program run(x, env)."""
     r = analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
     return one_function(compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend))

@@ -69,19 +69,20 @@ PLAIN = [  # (op, pattern, reduction, lengths)
 
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize(("op", "pattern", "reduction", "lengths"), PLAIN, ids=[c[1] + f" {c[2]}" for c in PLAIN])
-def test_the_plain_table(monkeypatch, lib, op, pattern, reduction, lengths):
-    cache.plain.cache_clear()
+def test_the_unindexed_table(monkeypatch, lib, op, pattern, reduction, lengths):
+    cache.unindexed.cache_clear()
     x = _x(lib)
     fn = getattr(rearr, op)
     run = (lambda: fn(x, pattern, **lengths)) if op != "reduce" else (lambda: fn(x, pattern, reduction, **lengths))
-    _second_call_hits(monkeypatch, cache.plain, None, run, (api, "_transform"), (rearr.run.program, "plain"))
+    _second_call_hits(monkeypatch, cache.unindexed, None, run, (api, "_transform"),
+                      (rearr.run.program, "compile_unindexed"))
 
 
 def test_a_reduce_callable_is_keyed_as_passed(monkeypatch):
-    cache.plain.cache_clear()
+    cache.unindexed.cache_clear()
     x, f = _x(np.asarray), lambda t, axes: t.sum(axis=axes)
-    _second_call_hits(monkeypatch, cache.plain, None, lambda: rearr.reduce(x, "a b -> a", f), (api, "_transform"))
-    assert f in next(iter(cache.plain.entries))
+    _second_call_hits(monkeypatch, cache.unindexed, None, lambda: rearr.reduce(x, "a b -> a", f), (api, "_transform"))
+    assert f in next(iter(cache.unindexed.entries))
 
 
 def _index(lib):
@@ -172,10 +173,10 @@ def test_a_length_that_is_not_an_int_gives_no_key():
     """2.0 == 2 and True == 1: such a length would find an int's entry, so the key functions give none
     (the careful path validates it, and keys the call once its lengths are ints)."""
     x = np.zeros((4, 3))
-    assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": 2.0}) is None
-    assert cache.plain_key("repeat", "a b -> a b r", None, x, {"r": True}) is None
+    assert cache.unindexed_key("repeat", "a b -> a b r", None, x, {"r": 2.0}) is None
+    assert cache.unindexed_key("repeat", "a b -> a b r", None, x, {"r": True}) is None
     assert cache.einsum_key("i j, j k -> i k", x, x.T, {"i": np.int64(4)}) is None
-    assert cache.plain_key("rearrange", "a b -> b a", None, x, {}) == ("rearrange", "a b -> b a", None, np.ndarray,
+    assert cache.unindexed_key("rearrange", "a b -> b a", None, x, {}) == ("rearrange", "a b -> b a", None, np.ndarray,
                                                                        (4, 3), ())
 
 
@@ -185,15 +186,15 @@ def test_a_length_that_is_not_an_int_gives_no_key():
     (lambda x: x, {"r": np.int64(2)}),  # a numpy int length: keyed once it is an int
 ])
 def test_a_call_that_its_look_up_cannot_key_is_keyed_by_the_careful_path(monkeypatch, lib, make, lengths):
-    cache.plain.cache_clear()
+    cache.unindexed.cache_clear()
     x = _x(lib)
     fn = (lambda: rearr.repeat(make(x), "... -> ... r", **lengths)) if lengths else \
         (lambda: rearr.rearrange(make(x), "n a b -> a b n"))
     first = fn()
-    size = len(cache.plain.entries)
-    spy = _Spy(monkeypatch, rearr.run.program, "plain")
+    size = len(cache.unindexed.entries)
+    spy = _Spy(monkeypatch, rearr.run.program, "compile_unindexed")
     np.testing.assert_array_equal(np.asarray(fn()), np.asarray(first))
-    assert spy.calls == 0 and len(cache.plain.entries) == size == 1
+    assert spy.calls == 0 and len(cache.unindexed.entries) == size == 1
 
 
 class _Marked:
@@ -218,11 +219,11 @@ class _MarkedTransform:
 
 
 @pytest.mark.parametrize("table, module, name, run", [
-    ("plain", api, "_transform", lambda x, idx: rearr.rearrange(x, "a b -> b a")),
+    ("unindexed", api, "_transform", lambda x, idx: rearr.rearrange(x, "a b -> b a")),
     ("direct", api, "_direct_key", lambda x, idx: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx)),
     ("direct", call, "direct_key", lambda x, idx: rearr.scatter(x[:, :2], "b k -> b n[i: b k]", "sum", i=idx, n=5)),
     ("einsum_pairs", call, "einsum_key", lambda x, idx: rearr.einsum(x, x, "b n, c n -> b c")),
-], ids=["plain", "direct gather", "direct scatter", "einsum pairs"])
+], ids=["unindexed", "direct gather", "direct scatter", "einsum pairs"])
 def test_the_writer_keeps_the_program_under_the_readers_key(monkeypatch, table, module, name, run):
     """The key is built once, by the reader: the writer keeps the program under the key it was given,
     never under one it builds again."""
@@ -238,4 +239,4 @@ def test_the_writer_keeps_the_program_under_the_readers_key(monkeypatch, table, 
 
 def test_every_table_with_a_reader_and_a_writer_is_covered_here():
     tables = {t.__name__ for t in cache.CACHES if isinstance(t, cache.Table)}
-    assert tables == {"plain", "indexed", "direct", "einsum_pairs"}, "a new table needs its test in this file"
+    assert tables == {"unindexed", "indexed", "direct", "einsum_pairs"}, "a new table needs its test in this file"

@@ -137,7 +137,7 @@ def _outcome(f, args, kwargs):
 
 @pytest.mark.parametrize(("f", "args", "kwargs"), CALLS, ids=[f"{c[0].__name__}-{k}" for k, c in enumerate(CALLS)])
 def test_a_call_seen_before_gives_what_its_first_call_gave(f, args, kwargs):
-    """The first call takes the careful path; later ones the tables (plain or direct), once every int
+    """The first call takes the careful path; later ones the tables (unindexed or direct), once every int
     length is seen too (an int's entry must not answer for 2.0, True or a numpy int)."""
     for table in rearr.run.cache.CACHES:
         table.cache_clear()

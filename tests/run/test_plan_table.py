@@ -1,4 +1,4 @@
-"""The hot path's plan table (rearr.run.cache.PLAIN, a rearr.run.cache.Table): a call seen before is one dict look-up.
+"""The hot path's plan table (rearr.run.cache.UNINDEXED, a Table): a call seen before is one dict look-up.
 
 The public functions look their call up by (op, pattern, reduction, type, shape, keyword
 items) before anything else. These tests pin what that look-up must not change: a value
@@ -67,7 +67,7 @@ def test_a_list_and_the_stacked_tensor_share_a_plan():
 
 
 def test_the_table_keeps_its_bound_and_drops_the_oldest(monkeypatch):
-    table = cache.plain
+    table = cache.unindexed
     monkeypatch.setattr(table, "maxsize", 3)
     table.cache_clear()
     for n in range(1, 6):

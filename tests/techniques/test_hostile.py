@@ -948,9 +948,9 @@ def test_zero_d_integer_lengths_are_accepted_as_einops_accepts_them(backend, len
     assert tuple(rearr.repeat(x, "n d -> n d r", r=length).shape) == (6, 2, 2)
     idx = np.array([1, 0]) if backend == "numpy" else torch.tensor([1, 0])
     assert tuple(rearr.scatter(x, "n d -> n m[i: d]", "sum", i=idx, m=length).shape) == (6, 2)
-    before = rearr.run.cache.plain.cache_info().currsize
+    before = rearr.run.cache.unindexed.cache_info().currsize
     rearr.rearrange(x, "(a c) d -> a c d", c=2)  # keyed on the int: no new plan
-    assert rearr.run.cache.plain.cache_info().currsize == before
+    assert rearr.run.cache.unindexed.cache_info().currsize == before
     np.testing.assert_array_equal(to_numpy(out), to_numpy(rearr.rearrange(x, "(a c) d -> a c d", c=2)))
 
 
