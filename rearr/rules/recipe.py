@@ -339,7 +339,39 @@ def _axis_names(dims: tuple[Dim, ...]) -> list[str]:
     return [n for d in dims for n in d.names]
 
 
+class _Sides(Record):
+    """A transform's two sides as _transform_recipe reads them, its brackets resolved."""
+
+    text: str
+    ins: tuple[Dim, ...]
+    outs: tuple[Dim, ...]
+    anon: dict[str, int]  # anonymous axes' names and lengths
+    cols: dict[str, int]  # first column of every axis name
+    gathers: tuple[IndexSpec, ...]
+    scatters: tuple[IndexSpec, ...]
+    only_in: list[str]  # axes of the (gathered) input that the output lacks
+    only_out: list[str]  # output axes that the (gathered) input lacks
+
+    @property
+    def index_names(self) -> list[str]:
+        return [s.name for s in self.gathers + self.scatters]
+
+
 def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length_names: tuple[str, ...]) -> Recipe:
+    """rearrange, reduce, repeat and scatter: the sides and brackets, then what the operation allows of
+    the axes on one side only (_ONE_SIDED), then the length keywords."""
+    s = _sides(pattern, op)
+    _ONE_SIDED[op](s, op, reduction, length_names)
+    _check_keywords(s, length_names)
+    _check_inferable(s.text, s.ins, set(length_names) | set(s.anon))
+    return Recipe(op, s.text, reduction, (s.ins,), (s.outs,), tuple(s.anon.items()), s.gathers, s.scatters,
+                  tuple(s.cols.items()))
+
+
+def _sides(pattern: ir.Pattern, op: str) -> _Sides:
+    """Each side's dims and brackets (RA201-RA204): '...' on both sides (reduce may drop it), a gather's
+    axes among the output's, a scatter's among the gathered input's, no axis both read through an index
+    and kept."""
     text = pattern.text
     anon: dict[str, int] = {}
     cols: dict[str, int] = {}
@@ -348,22 +380,35 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     _check_duplicates(text, right)
     ins = _operand_dims(text, left, "input", op, anon, cols)
     outs = _operand_dims(text, right, "output", op, anon, cols)
-    gathers = _index_specs(text, left)
-    scatters = _index_specs(text, right)
+    gathers, scatters = _index_specs(text, left), _index_specs(text, right)
     if op == "scatter" and not scatters:
         raise _err(text, "RA204", "scatter needs an index bracket on the output side", right.col,
                    "write the axis that is written to with its index, e.g. 'b k -> b n[idx]'")
     gathered, scattered = {g.axis for g in gathers}, {s.axis for s in scatters}
     in_axes = [n for n in _axis_names(ins) if n not in gathered]
     out_axes = [n for n in _axis_names(outs) if n not in scattered]
-    in_has_ell, out_has_ell = ELLIPSIS in in_axes, ELLIPSIS in _axis_names(outs)
-    if out_has_ell and not in_has_ell:
+    _check_ellipsis(text, op, ELLIPSIS in in_axes, ELLIPSIS in _axis_names(outs), cols)
+    gathers, scatters, middle = _resolve_indexes(text, op, gathers, scatters, in_axes, out_axes, cols)
+    out_set, middle_set = set(out_axes), set(middle)  # sets: patterns with 10,000 axes stay linear
+    return _Sides(text, ins, outs, anon, cols, gathers, scatters, [a for a in middle if a not in out_set],
+                  [a for a in out_axes if a not in middle_set])
+
+
+def _check_ellipsis(text: str, op: str, in_has: bool, out_has: bool, cols: dict[str, int]) -> None:
+    if out_has and not in_has:
         raise _err(text, "RA202", "'...' on the output side but not on the input side", cols[ELLIPSIS],
                    "add '...' to the input side too")
-    if in_has_ell and not out_has_ell and op != "reduce":
+    if in_has and not out_has and op != "reduce":
         raise _err(text, "RA202", "'...' on the input side but not on the output side", cols[ELLIPSIS],
                    "add '...' to the output side (only reduce may drop it, by reducing those axes)")
-    if both_sides := (gathers and scatters):
+
+
+def _resolve_indexes(text: str, op: str, gathers: tuple[IndexSpec, ...], scatters: tuple[IndexSpec, ...],
+                     in_axes: list[str], out_axes: list[str], cols: dict[str, int]
+                     ) -> tuple[tuple[IndexSpec, ...], tuple[IndexSpec, ...], list[str]]:
+    """The brackets with their axes (declared, or the default ones), and the gathered tensor's axes
+    (the middle tensor's, which a scatter writes from)."""
+    if gathers and scatters:
         for spec in gathers + scatters:
             if not spec.declared:
                 raise _err(text, "RA204", f"index {spec.name!r} needs its axes written out when both sides are indexed",
@@ -372,9 +417,8 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
     # (With brackets on both sides, a gather's axes are the middle tensor's, checked as the scatter's source.)
     gathers = tuple(_resolve_index(text, g, out_axes, "both" if scatters else "output", cols) for g in gathers)
     introduced = [a for g in gathers for a in g.axes if a not in in_axes]
-    middle = in_axes + [a for a in dict.fromkeys(introduced)]  # the gathered tensor's axes
+    middle = in_axes + list(dict.fromkeys(introduced))
     scatters = tuple(_resolve_index(text, s, middle, "input", cols) for s in scatters)
-    index_names = [s.name for s in gathers + scatters]
     _check_index_names(text, op, gathers + scatters, set(in_axes) | set(out_axes) | set(middle))
     for s in scatters:
         if s.axis in middle:
@@ -385,51 +429,66 @@ def _transform_recipe(pattern: ir.Pattern, op: str, reduction: Reduction, length
             raise _err(text, "RA204",
                        f"axis {g.axis!r} is read through index {g.name!r} and must not also be an output axis",
                        cols.get(g.axis), f"drop {g.axis!r} from the output side; the index's axes take its place")
-    # Which side each axis may be on, per operation.
-    out_set, middle_set = set(out_axes), set(middle)  # sets: patterns with 10,000 axes stay linear
-    only_in = [a for a in middle if a not in out_set]
-    only_out = [a for a in out_axes if a not in middle_set]
-    scattered_axes = {a for s in scatters for a in s.axes}
-    new_axes = [a for a in only_out if a not in length_names and a not in anon] if op == "repeat" else only_out
-    _renamed(text, op, reduction, length_names, only_in, new_axes, cols)
-    if op == "rearrange":
-        _one_side(text, only_in, cols, "input", "rearrange",
-                  "use rearr.reduce to aggregate it, or add it to the output")
-        _one_side(text, only_out, cols, "output", "rearrange",
-                  "use rearr.repeat to add a new axis, or add it to the input")
-    elif op == "reduce":
-        _one_side(text, only_out, cols, "output", "reduce", "an output axis must come from the input")
-    elif op == "repeat":
-        _one_side(text, only_in, cols, "input", "repeat", "use rearr.reduce to remove an axis")
-        missing = [a for a in only_out if a not in length_names and a not in anon]
-        if missing:
-            axes = set(_axis_names(ins)) | set(_axis_names(outs))
-            given = nearest(missing[0], [n for n in length_names if n not in axes and n not in index_names])
-            raise _err(text, "RA301", f"the new axis {missing[0]!r} has no length", cols.get(missing[0]),
-                       f"rename {given}= to {missing[0]}=" if given else
-                       f"pass its length as a keyword, e.g. {missing[0]}=3")
-    elif op == "scatter":
-        _one_side(text, only_out, cols, "output", "scatter", "an output axis must come from the input or an index")
-        lost = [a for a in only_in if a not in scattered_axes]
-        _one_side(text, lost, cols, "input", "scatter",
-                  "add it to the output, or to the index's axes so that it is combined by the reduction")
-    known = set(_axis_names(ins)) | set(_axis_names(outs)) | {a for s in gathers + scatters for a in s.axes}
+    return gathers, scatters, middle
+
+
+# --- what each operation allows of an axis on one side only ---------------------------------------
+
+
+def _rearrange_sides(s: _Sides, op: str, reduction: Reduction, length_names: tuple[str, ...]) -> None:
+    """None: every axis is on both sides."""
+    _renamed(s.text, op, reduction, length_names, s.only_in, s.only_out, s.cols)
+    _one_side(s.text, s.only_in, s.cols, "input", op, "use rearr.reduce to aggregate it, or add it to the output")
+    _one_side(s.text, s.only_out, s.cols, "output", op, "use rearr.repeat to add a new axis, or add it to the input")
+
+
+def _reduce_sides(s: _Sides, op: str, reduction: Reduction, length_names: tuple[str, ...]) -> None:
+    """Input axes: those are reduced."""
+    _renamed(s.text, op, reduction, length_names, s.only_in, s.only_out, s.cols)
+    _one_side(s.text, s.only_out, s.cols, "output", op, "an output axis must come from the input")
+
+
+def _repeat_sides(s: _Sides, op: str, reduction: Reduction, length_names: tuple[str, ...]) -> None:
+    """Output axes, each with a length (a keyword, or an anonymous axis's): the input repeats along them."""
+    new = [a for a in s.only_out if a not in length_names and a not in s.anon]  # no length given
+    _renamed(s.text, op, reduction, length_names, s.only_in, new, s.cols)
+    _one_side(s.text, s.only_in, s.cols, "input", op, "use rearr.reduce to remove an axis")
+    if new:
+        axes = set(_axis_names(s.ins)) | set(_axis_names(s.outs))
+        given = nearest(new[0], [n for n in length_names if n not in axes and n not in s.index_names])
+        raise _err(s.text, "RA301", f"the new axis {new[0]!r} has no length", s.cols.get(new[0]),
+                   f"rename {given}= to {new[0]}=" if given else f"pass its length as a keyword, e.g. {new[0]}=3")
+
+
+def _scatter_sides(s: _Sides, op: str, reduction: Reduction, length_names: tuple[str, ...]) -> None:
+    """Input axes that an index combines (its axes), by the reduction."""
+    _renamed(s.text, op, reduction, length_names, s.only_in, s.only_out, s.cols)
+    _one_side(s.text, s.only_out, s.cols, "output", op, "an output axis must come from the input or an index")
+    combined = {a for spec in s.scatters for a in spec.axes}
+    _one_side(s.text, [a for a in s.only_in if a not in combined], s.cols, "input", op,
+              "add it to the output, or to the index's axes so that it is combined by the reduction")
+
+
+_ONE_SIDED = {"rearrange": _rearrange_sides, "reduce": _reduce_sides, "repeat": _repeat_sides,
+              "scatter": _scatter_sides}
+
+
+def _check_keywords(s: _Sides, length_names: tuple[str, ...]) -> None:
+    """Every length keyword names an axis or an index; one that names neither is most likely a
+    misspelt index (named where it is) or axis."""
+    known = set(_axis_names(s.ins)) | set(_axis_names(s.outs)) | {a for i in s.gathers + s.scatters for a in i.axes}
     for name in length_names:
-        if name in index_names:
+        if name in s.index_names or name in known:
             continue
-        if name not in known:
-            missing = [s for s in gathers + scatters if s.name not in length_names]
-            if missing:  # most likely a misspelt index: name it, where it is
-                guess = nearest(name, [s.name for s in missing])
-                missing = [s for s in missing if s.name == guess] or missing
-                wanted = " or ".join(f"{s.name}=" for s in missing)
-                raise _err(text, "RA300", f"keyword {name}= names no axis or index of the pattern, and index "
-                           f"{missing[0].name!r} was not passed", missing[0].col,
-                           f"if {name}= is the index, rename it to {wanted}")
-            raise _unused_keyword(text, name, known, length_names)
-    del both_sides
-    _check_inferable(text, ins, set(length_names) | set(anon))
-    return Recipe(op, text, reduction, (ins,), (outs,), tuple(anon.items()), gathers, scatters, tuple(cols.items()))
+        missing = [i for i in s.gathers + s.scatters if i.name not in length_names]
+        if missing:  # most likely a misspelt index: name it, where it is
+            guess = nearest(name, [i.name for i in missing])
+            missing = [i for i in missing if i.name == guess] or missing
+            wanted = " or ".join(f"{i.name}=" for i in missing)
+            raise _err(s.text, "RA300", f"keyword {name}= names no axis or index of the pattern, and index "
+                       f"{missing[0].name!r} was not passed", missing[0].col,
+                       f"if {name}= is the index, rename it to {wanted}")
+        raise _unused_keyword(s.text, name, known, length_names)
 
 
 def _check_inferable(text: str, dims: Sequence[Dim], known: set[str]) -> None:
