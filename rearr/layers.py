@@ -57,8 +57,8 @@ class Rearrange(_Layer):
         _check("Rearrange", pattern, None, lengths)
         self.pattern, self.lengths = pattern, dict(lengths)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return api.rearrange(x, self.pattern, **self.lengths)
+    def forward(self, input: torch.Tensor) -> torch.Tensor:  # einops' name: layer(input=x) works as there
+        return api.rearrange(input, self.pattern, **self.lengths)
 
 
 class Reduce(_Layer):
@@ -72,8 +72,8 @@ class Reduce(_Layer):
     def _repr_args(self) -> str:
         return _args(self.pattern, self.reduction, lengths=self.lengths)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return api.reduce(x, self.pattern, self.reduction, **self.lengths)
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return api.reduce(input, self.pattern, self.reduction, **self.lengths)
 
 
 class Repeat(_Layer):
@@ -84,8 +84,8 @@ class Repeat(_Layer):
         _check("Repeat", pattern, None, lengths)
         self.pattern, self.lengths = pattern, dict(lengths)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return api.repeat(x, self.pattern, **self.lengths)
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return api.repeat(input, self.pattern, **self.lengths)
 
 
 class Gather(_Layer):
@@ -180,8 +180,8 @@ class EinMix(_Layer):
         shapes = (self.weight_shape,) if self.bias_shape is None else (self.weight_shape, self.bias_shape)
         return _args(self.pattern, *shapes, lengths=self.lengths)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = api.einsum(x, self.weight, self.einsum_pattern, **self.lengths)
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        y = api.einsum(input, self.weight, self.einsum_pattern, **self.lengths)
         if self.bias is not None:
             y = y + self.bias
         if self._post is not None:
