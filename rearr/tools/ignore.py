@@ -1,66 +1,407 @@
-"""Which files `rearr check` leaves out: gitignore-style globs, for `exclude` and for `.gitignore` files.
+"""Which files `rearr check` leaves out: `.gitignore` files, and the globs of `exclude`, read as git reads them.
 
-One matcher serves both. A glob without a '/' (other than a trailing one) matches a name at any
-depth (`build`, `*_pb2.py`); one with a '/' is anchored at its base folder (`src/gen/*.py`, `/x.py`);
-a trailing '/' matches folders only; `*` and `?` stay within a name, `**` spans folders, `[abc]`
-is a class, a leading `!` re-includes what an earlier glob left out, and `#` starts a comment.
+The matcher is git's own, ported line by line (wildmatch.c for a glob, dir.c for a line of a
+.gitignore and for which line decides), so that rearr leaves out exactly what git does, byte for
+byte: a UTF-8 BOM, POSIX classes (`[[:alpha:]]`), backslash escapes, ranges that match nothing
+(`[z-a]`), `**`, anchoring, negation and folder-only lines included. tests/tools/test_check_gitignore.py
+compares its choices with `git check-ignore` on generated trees.
+
+Paths are compared as bytes (``os.fsencode``), as git compares them: ``?`` matches one byte.
+A glob that git reads but that can never match anything (an unclosed ``[``, a trailing ``\\``,
+an unknown ``[:class:]``, a backwards range such as ``[z-a]``) is silently inert in a
+.gitignore, as in git; in rearr's own settings it is refused (`glob_error`), since it is a typo.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
+
+_STAR, _QUESTION, _BRACKET, _BACKSLASH, _SLASH = b"*?[\\/"
+_SPECIAL = frozenset(b"*?[\\")  # git's is_glob_special
+_MATCH, _NOMATCH, _ABORT_ALL, _ABORT_TO_STARSTAR = 0, 1, -1, -2
+_BOM = b"\xef\xbb\xbf"
+MAX_GITIGNORE = 100 * 2**20  # git ignores a larger .gitignore
+
+# git's sane_ctype classes (ASCII only: a byte above 127 is in none of them).
+_DIGIT = frozenset(b"0123456789")
+_LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+_UPPER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_PUNCT = frozenset(b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_CLASSES: dict[bytes, frozenset[int]] = {
+    b"alnum": _DIGIT | _LOWER | _UPPER,
+    b"alpha": _LOWER | _UPPER,
+    b"blank": frozenset(b" \t"),
+    b"cntrl": frozenset([*range(32), 127]),
+    b"digit": _DIGIT,
+    b"graph": frozenset(range(33, 127)),
+    b"lower": _LOWER,
+    b"print": frozenset(range(32, 127)),
+    b"punct": _PUNCT,
+    b"space": frozenset(b" \t\n\r"),  # git's isspace: not \v nor \f
+    b"upper": _UPPER,
+    b"xdigit": _DIGIT | frozenset(b"abcdefABCDEF"),
+}
+
+
+def wildmatch(pattern: bytes, text: bytes, pathname: bool) -> bool:
+    """git's wildmatch(): whether ``text`` matches the glob; with ``pathname`` (WM_PATHNAME), ``*``,
+    ``?`` and classes do not match '/', and only ``**`` between slashes spans folders."""
+    try:
+        return _dowild(pattern, 0, text, 0, pathname) == _MATCH
+    except RecursionError:  # a line with hundreds of separate '*': no real .gitignore has one
+        return False
+
+
+def _dowild(p: bytes, start: int, text: bytes, ti: int, pathname: bool) -> int:
+    """wildmatch.c's dowild() on p[start:] and text[ti:]: a MATCH, a NOMATCH or one of the aborts."""
+    pi, end, tend = start, len(p), len(text)
+    while pi < end:
+        p_ch = p[pi]
+        t_ch = text[ti] if ti < tend else 0
+        if t_ch == 0 and p_ch != _STAR:
+            return _ABORT_ALL
+        if p_ch == _QUESTION:
+            if pathname and t_ch == _SLASH:
+                return _NOMATCH
+        elif p_ch == _STAR:
+            pi += 1
+            if pi < end and p[pi] == _STAR:
+                before = pi - 2
+                while pi < end and p[pi] == _STAR:
+                    pi += 1
+                after = p[pi] if pi < end else 0
+                if (before < start or p[before] == _SLASH) and (
+                        after in (0, _SLASH) or after == _BACKSLASH and p[pi + 1: pi + 2] == b"/"):
+                    if after == _SLASH and _dowild(p, pi + 1, text, ti, pathname) == _MATCH:
+                        return _MATCH  # 'a/**/b' matches 'a/b'
+                    match_slash = True
+                else:
+                    match_slash = False
+            else:
+                match_slash = not pathname
+            if pi == end:  # a trailing '**' matches everything, a trailing '*' no further slash
+                return _MATCH if match_slash or text.find(b"/", ti) < 0 else _NOMATCH
+            if not match_slash and p[pi] == _SLASH:  # '*/' matches the rest of this folder's name
+                slash = text.find(b"/", ti)
+                if slash < 0:
+                    return _NOMATCH
+                ti, pi = slash + 1, pi + 1
+                continue
+            return _star(p, start, pi, text, ti, pathname, match_slash)
+        elif p_ch == _BRACKET:
+            found = _bracket(p, pi)
+            if found is None:
+                return _ABORT_ALL
+            pi, negated, items = found
+            if _in_class(t_ch, items) == negated or pathname and t_ch == _SLASH:
+                return _NOMATCH
+        else:
+            if p_ch == _BACKSLASH:  # the next byte, literally (a trailing '\' matches nothing)
+                pi += 1
+                p_ch = p[pi] if pi < end else 0
+            if t_ch != p_ch:
+                return _NOMATCH
+        pi += 1
+        ti += 1
+    return _MATCH if ti >= tend else _NOMATCH
+
+
+def _star(p: bytes, start: int, pi: int, text: bytes, ti: int, pathname: bool, match_slash: bool) -> int:
+    """The loop of dowild()'s '*': try the rest of the pattern from each place in the text."""
+    tend = len(text)
+    t_ch = text[ti] if ti < tend else 0
+    while t_ch:
+        if p[pi] not in _SPECIAL:  # a literal next: skip to where it stands
+            while ti < tend and (match_slash or text[ti] != _SLASH) and text[ti] != p[pi]:
+                ti += 1
+            t_ch = text[ti] if ti < tend else 0
+            if t_ch != p[pi]:
+                return _ABORT_ALL
+        matched = _dowild(p, pi, text, ti, pathname)
+        if matched != _NOMATCH:
+            if not match_slash or matched != _ABORT_TO_STARSTAR:
+                return matched
+        elif not match_slash and t_ch == _SLASH:
+            return _ABORT_TO_STARSTAR
+        ti += 1
+        t_ch = text[ti] if ti < tend else 0
+    return _ABORT_ALL
+
+
+# A bracket expression's items: a byte, a range (low, high) or a class's set of bytes.
+_Item = int | tuple[int, int] | frozenset[int]
+
+
+def _bracket(p: bytes, pi: int) -> tuple[int, bool, list[_Item]] | None:
+    """The bracket expression that starts at p[pi] ('['): the index of its ']', whether it is
+    negated, and its items; None where dowild() aborts (no ']', an unknown class)."""
+    end = len(p)
+
+    def at(i: int) -> int:
+        return p[i] if i < end else 0
+
+    pi += 1
+    p_ch = at(pi)
+    negated = p_ch in b"!^"
+    if negated:
+        pi += 1
+        p_ch = at(pi)
+    items: list[_Item] = []
+    prev = 0
+    while True:
+        if not p_ch:
+            return None
+        if p_ch == _BACKSLASH:
+            pi += 1
+            p_ch = at(pi)
+            if not p_ch:
+                return None
+            items.append(p_ch)
+        elif p_ch == ord("-") and prev and at(pi + 1) and at(pi + 1) != ord("]"):
+            pi += 1
+            p_ch = at(pi)
+            if p_ch == _BACKSLASH:
+                pi += 1
+                p_ch = at(pi)
+                if not p_ch:
+                    return None
+            items.append((prev, p_ch))
+            p_ch = 0  # the range's end cannot start another range
+        elif p_ch == _BRACKET and at(pi + 1) == ord(":"):
+            close = p.find(b"]", pi + 2)
+            if close < 0:
+                return None
+            if close - (pi + 2) >= 1 and p[close - 1] == ord(":"):  # '[:name:]'
+                name = p[pi + 2: close - 1]
+                if name not in _CLASSES:
+                    return None
+                items.append(_CLASSES[name])
+                pi, p_ch = close, 0
+            else:  # no ':]': the '[' is a plain byte, and the ':' after it too
+                items.append(_BRACKET)
+        else:
+            items.append(p_ch)
+        prev = p_ch
+        pi += 1
+        p_ch = at(pi)
+        if p_ch == ord("]"):
+            return pi, negated, items
+
+
+def _in_class(t_ch: int, items: list[_Item]) -> bool:
+    for item in items:
+        if isinstance(item, int):
+            if t_ch == item:
+                return True
+        elif isinstance(item, tuple):
+            if item[0] <= t_ch <= item[1]:
+                return True
+        elif t_ch in item:
+            return True
+    return False
+
+
+# --- one line of a .gitignore (dir.c) ------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _Rule:
-    regex: re.Pattern[str]
-    negated: bool
-    dirs_only: bool
+class Pattern:
+    """One line, parsed as dir.c's parse_path_pattern() does."""
+
+    pattern: bytes  # without the '!' and the trailing '/'
+    negative: bool
+    must_be_dir: bool
+    no_dir: bool  # no '/' in it: it matches a name at any depth
+    literal: int  # the length of its start without a glob character
+    ends_with: bool  # '*literal': a suffix test
+
+    def matches(self, path: bytes, is_dir: bool) -> bool:
+        """Whether it matches ``path`` (relative to its file's folder, '/'-separated)."""
+        if self.must_be_dir and not is_dir:
+            return False
+        pattern = self.pattern
+        if self.no_dir:  # match_basename()
+            name = path[path.rfind(b"/") + 1:]
+            if self.literal == len(pattern):
+                return name == pattern
+            if self.ends_with:
+                return name.endswith(pattern[1:])
+            return wildmatch(pattern, name, False)
+        literal = self.literal  # match_pathname()
+        if pattern.startswith(b"/"):
+            pattern, literal = pattern[1:], literal - 1
+        if literal:
+            if path[:literal] != pattern[:literal]:
+                return False
+            if literal == len(pattern) and literal == len(path):
+                return True
+            pattern, path = pattern[literal:], path[literal:]
+        return wildmatch(pattern, path, True)
+
+
+def parse_line(line: bytes) -> Pattern | None:
+    """A line of a .gitignore (its line end removed) as git reads it; None for a blank line or a comment."""
+    line = line.split(b"\0", 1)[0]
+    if not line or line.startswith(b"#"):
+        return None
+    line = _trim_trailing_spaces(line)
+    negative = line.startswith(b"!")
+    if negative:
+        line = line[1:]
+    must_be_dir = line.endswith(b"/")
+    pattern = line[:-1] if must_be_dir else line
+    literal = next((i for i, c in enumerate(line) if c in _SPECIAL), len(line))
+    ends_with = line.startswith(b"*") and not any(c in _SPECIAL for c in line[1:])
+    return Pattern(pattern, negative, must_be_dir, b"/" not in pattern, min(literal, len(pattern)), ends_with)
+
+
+def _trim_trailing_spaces(line: bytes) -> bytes:
+    """dir.c's trim_trailing_spaces(): trailing blanks go, unless a backslash escapes the first of them."""
+    last_space = None
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == ord(" "):
+            last_space = i if last_space is None else last_space
+        elif c == _BACKSLASH:
+            i += 1
+            if i == len(line):
+                return line
+            last_space = None
+        else:
+            last_space = None
+        i += 1
+    return line if last_space is None else line[:last_space]
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """A .gitignore's lines as git splits them: a leading BOM dropped, '\\n' ends a line, a '\\r' before it goes."""
+    data = data.removeprefix(_BOM)
+    return [line.removesuffix(b"\r") for line in data.split(b"\n")]
+
+
+def glob_error(glob: str) -> str | None:
+    """Why a glob of rearr's own settings can never match anything, or None when it can."""
+    line = glob.encode("utf-8", "surrogateescape")
+    parsed = parse_line(line)
+    if parsed is None:
+        return None
+    p = parsed.pattern
+    i = 0
+    while i < len(p):
+        if p[i] == _BACKSLASH:
+            if i + 1 == len(p):
+                return "it ends with a '\\' that escapes nothing (write '\\\\' for a backslash)"
+            i += 2
+            continue
+        if p[i] == _BRACKET:
+            found = _bracket(p, i)
+            if found is None:
+                return "a '[' opens a class that no ']' closes or that names no class ([:alpha:], [:digit:], ...)"
+            for item in found[2]:
+                if isinstance(item, tuple) and item[0] > item[1]:
+                    return (f"the range {chr(item[0])}-{chr(item[1])} is backwards: it matches no character "
+                            f"(write {chr(item[1])}-{chr(item[0])})")
+            i = found[0]
+        i += 1
+    return None
+
+
+# --- lists of lines, and which one decides ----------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Globs:
-    """Globs relative to ``base`` (an absolute folder); the last one that matches decides."""
+    """The lines of one .gitignore (or of one exclude setting), relative to ``base`` (an absolute folder,
+    as bytes); the last line that matches decides."""
 
-    base: str
-    rules: tuple[_Rule, ...]
+    base: bytes
+    patterns: tuple[Pattern, ...]
 
     @classmethod
-    def parse(cls, base: str, lines: list[str]) -> Globs:
-        return cls(os.path.abspath(base), tuple(r for r in map(_rule, lines) if r is not None))
+    def parse(cls, base: str, lines: list[str] | list[bytes]) -> Globs:
+        parsed = (parse_line(line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape"))
+                  for line in lines)
+        return cls(os.fsencode(os.path.abspath(base)), tuple(p for p in parsed if p is not None))
 
-    def match(self, path: str, is_dir: bool) -> bool | None:
-        """True: left out; False: re-included by a `!` glob; None: no glob matches ``path`` (absolute)."""
-        rel = os.path.relpath(path, self.base)
-        if rel.startswith(os.pardir):  # outside the base: only the unanchored globs can match
-            rel = path.lstrip(os.sep)
-        rel = rel.replace(os.sep, "/")
-        decision = None
-        for rule in self.rules:
-            if (is_dir or not rule.dirs_only) and rule.regex.fullmatch(rel):
-                decision = not rule.negated
-        return decision
+    def match(self, path: str | bytes, is_dir: bool) -> bool | None:
+        """True: left out; False: kept by a '!' line; None: no line matches ``path`` (absolute).
+
+        A path outside the base can only be matched by the lines without a '/' (a name at any depth)."""
+        full = os.fsencode(path)
+        base = self.base.rstrip(b"/")
+        if full.startswith(base + b"/"):
+            rel, inside = full[len(base) + 1:], True
+        else:
+            rel, inside = full.lstrip(b"/"), False
+        for pattern in reversed(self.patterns):
+            if (inside or pattern.no_dir) and pattern.matches(rel, is_dir):
+                return not pattern.negative
+        return None
 
 
-def left_out(globs: list[Globs], path: str, is_dir: bool) -> bool:
-    """Whether the last of ``globs`` (in order of precedence, lowest first) that matches leaves ``path`` out."""
-    decision = False
-    for g in globs:
+def left_out(globs: list[Globs], path: str | bytes, is_dir: bool) -> bool:
+    """Whether ``path`` is left out by the lists in ``globs`` (lowest precedence first): the last list
+    with a matching line decides, as a deeper .gitignore wins over the ones above it."""
+    for g in reversed(globs):
         found = g.match(path, is_dir)
         if found is not None:
-            decision = found
-    return decision
+            return found
+    return False
 
 
 def gitignore(folder: str) -> Globs | None:
-    """The globs of ``folder``'s .gitignore, if it has a readable one."""
+    """The lines of ``folder``'s .gitignore, if it has a readable one that is not a symbolic link
+    (git reads no .gitignore through a link)."""
+    return _read_globs(os.path.join(folder, ".gitignore"), folder)
+
+
+def info_exclude(tree: str) -> Globs | None:
+    """The work tree's `.git/info/exclude` (relative to the tree's root), if there is one."""
+    git = os.path.join(tree, ".git")
+    if os.path.isfile(git):  # a linked work tree or a submodule: '.git' names the real folder
+        git = _gitdir(git, tree)
+        if git is None:
+            return None
+        common = _read_small(os.path.join(git, "commondir"))
+        if common is not None:
+            git = os.path.normpath(os.path.join(git, os.fsdecode(common.strip())))
+    return _read_globs(os.path.join(git, "info", "exclude"), tree)
+
+
+def _gitdir(dot_git: str, tree: str) -> str | None:
+    data = _read_small(dot_git)
+    if data is None or not data.startswith(b"gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(tree, os.fsdecode(data[len(b"gitdir:"):].strip())))
+
+
+def _read_small(path: str) -> bytes | None:
     try:
-        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as f:
-            return Globs.parse(folder, f.read().splitlines())
+        with open(path, "rb") as f:
+            return f.read(4096)
     except OSError:
         return None
+
+
+def _read_globs(path: str, base: str) -> Globs | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            import stat
+
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(MAX_GITIGNORE + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_GITIGNORE:
+        return None
+    return Globs.parse(base, split_lines(data))
 
 
 def work_tree(folder: str) -> str | None:
@@ -73,51 +414,3 @@ def work_tree(folder: str) -> str | None:
         if parent == folder:
             return None
         folder = parent
-
-
-def _rule(line: str) -> _Rule | None:
-    line = line.rstrip("\n\r")
-    if not line.endswith("\\ "):
-        line = line.rstrip(" ")
-    if not line or line.startswith("#"):
-        return None
-    negated = line.startswith("!")
-    if negated or line.startswith("\\"):
-        line = line[1:]
-    dirs_only = line.endswith("/")
-    line = line.rstrip("/")
-    if not line:
-        return None
-    anchored = "/" in line
-    body = _translate(line.lstrip("/"))
-    return _Rule(re.compile(body if anchored else f"(?:.*/)?{body}"), negated, dirs_only)
-
-
-def _translate(glob: str) -> str:
-    """A glob as a regular expression on '/'-separated relative paths."""
-    out, i = [], 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
-            inner = glob[i + 1 : end]
-            inner = "^" + inner[1:] if inner.startswith("!") else inner
-            out.append(f"[{inner.replace(chr(92), chr(92) * 2)}]")
-            i = end + 1
-        elif glob[i] == "\\" and i + 1 < len(glob):
-            out.append(re.escape(glob[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)
