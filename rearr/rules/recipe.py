@@ -196,12 +196,23 @@ def einsum_operand_count(recipe: Recipe, tensors: int) -> RearrError | None:
 def check_length_value(recipe: Recipe, name: str, value: object) -> int:
     """The int a length keyword stands for (the cache key is always that int), or RA305."""
     number = value if isinstance(value, numbers.Integral) else _zero_d_integer(value)
-    if isinstance(value, bool) or number is None or not 0 <= int(number) <= INT64_MAX:
+    if not isinstance(value, bool) and number is not None and int(number) > INT64_MAX:
+        raise _err(recipe.text, "RA305", f"length {name}={_large(int(number))} is larger than int64 counts "
+                   "(2**63 - 1)", recipe.col(name), f"pass a length below 2**63, e.g. {name}=4")
+    if isinstance(value, bool) or number is None or int(number) < 0:
         raise _err(
             recipe.text, "RA305", f"length {name}={value!r} is not a non-negative integer",
             recipe.col(name), f"pass an int, e.g. {name}=4",
         )
     return int(number)
+
+
+def _large(n: int) -> str:
+    """A huge integer without all of its digits: 2**70, 10**30 or 1.181e+21."""
+    if n & (n - 1) == 0:
+        return f"2**{n.bit_length() - 1}"
+    digits = str(n)
+    return f"10**{len(digits) - 1}" if digits.rstrip("0") == "1" else f"{n:.3e}"
 
 
 def _zero_d_integer(value: object) -> int | None:

@@ -1028,3 +1028,21 @@ def test_check_finds_what_the_layer_constructor_raises(call):
     except RearrError as e:
         raised = [e.code]
     assert [p.code for p in lint.check_source(f"from rearr.layers import *\n{call}\n")] == raised
+
+
+# --- lengths beyond int64 ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("literal, shown", [("1180591620717411303424", "2**70"), ("10" + "0" * 29, "10**30"),
+                                            ("1180591620717411303425", "1.181e+21"), ("9223372036854775808", "2**63")])
+def test_a_length_beyond_int64_is_named_short_and_says_why(literal, shown):
+    import numpy as np
+
+    import rearr
+
+    (p,) = lint.check_source(f"import rearr\nrearr.rearrange(x, '(h w) -> h w', h={literal})\n")
+    assert (p.code, p.message) == ("RA305", f"length h={shown} is larger than int64 counts (2**63 - 1)")
+    assert literal not in p.text and p.hint == "pass a length below 2**63, e.g. h=4"
+    with pytest.raises(RearrError) as info:  # the library says the same
+        rearr.rearrange(np.zeros(4), "(h w) -> h w", h=int(literal))
+    assert (info.value.code, info.value.message, info.value.hint) == (p.code, p.message, p.hint)
