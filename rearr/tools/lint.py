@@ -23,8 +23,9 @@ import sys
 import tokenize
 import warnings
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import RearrError
 from ..rules.arguments import check_bounds_error
@@ -92,7 +93,8 @@ MODULES: dict[str, dict[str, Signature]] = {
 # The functions that say so when the pattern comes where the tensor goes (recipe.swapped_arguments).
 _TENSOR_FIRST = ("rearrange", "reduce", "repeat", "scatter")
 
-# Codes of files that could not be checked at all (as opposed to patterns found wrong).
+# Codes of files that could not be checked at all (as opposed to patterns found wrong): always reported,
+# whatever is selected.
 UNCHECKED = ("RA001", "RA002", "RA003")
 
 # Lengths are incomplete when a call passes **kwargs: a missing length or index (RA301) may be a false
@@ -103,12 +105,14 @@ _LENGTH_CODES = ("RA301",)
 # and scatter takes names only, so any valid one will do.
 _UNKNOWN_REDUCTION: dict[str, object] = {"reduce": callable, "scatter": "sum"}
 
+_IMPORTS_EINOPS = re.compile(r"^[ \t]*(?:from|import)[ \t]+einops\b", re.MULTILINE)
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # the line ends that ast counts (not \f, \v, \x1c ...)
 _QUOTES = ('"""', "'''", '"', "'")
 
 # Larger files are not read: no hand-written Python file comes near it, and input like /dev/zero
 # must not exhaust the memory.
 MAX_BYTES = 16 * 2**20
+_TOO_LARGE = "rearr check reads hand-written source: leave generated files out"
 
 PYTHON = "Python {}.{}.{}".format(*sys.version_info[:3])  # the Python that parses the files
 
@@ -146,20 +150,48 @@ class Problem:
 class Tally:
     """What a run looked at: the summary line's figures."""
 
-    patterns: int = 0  # calls whose pattern is a literal
+    rearr: int = 0  # calls of rearr whose pattern is a literal
+    einops: int = 0  # and of einops
+    files: Counter[str] = field(default_factory=Counter)  # files that import each package
+    einops_off: int = 0  # files that import einops, read with einops' checks off
+
+    @property
+    def patterns(self) -> int:
+        return self.rearr + self.einops
+
+    def why_none(self) -> str:
+        """Why no pattern was found: what the files import, and what was not checked."""
+        if self.einops_off and not self.files["rearr"]:
+            verb = "imports" if self.einops_off == 1 else "import"
+            return (f"{_count(self.einops_off, 'file')} {verb} einops, whose checks are off "
+                    "(einops = false, or --no-einops)")
+        if not self.files:
+            return "none of them imports rearr or einops"
+        importing = " and ".join(f"{_count(n, 'file')} {'imports' if n == 1 else 'import'} {package}"
+                                 for package, n in sorted(self.files.items(), reverse=True))
+        return f"{importing}, but no call has a pattern written as a string literal"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def check_source(
-    source: str, path: str = "<string>", *, einops: bool = False, notes: list[str] | None = None,
+    source: str, path: str = "<string>", *, einops: bool = True, notes: list[str] | None = None,
     tally: Tally | None = None,
 ) -> list[Problem]:
     """Every problem in one file's source, in source order, less those that a `# noqa` silences.
 
-    A file that Python cannot parse is a problem only when it names a checked package (it may
+    A file whose text does not hold a checked package's name cannot import it, and is not parsed. A
+    file that Python cannot parse is a problem only when it names a checked package as a word (it may
     hold patterns that went unchecked); otherwise it is one line in ``notes``, when given.
     """
     tally = tally if tally is not None else Tally()
     packages = ["rearr", "einops"] if einops else ["rearr"]
+    if not einops and _IMPORTS_EINOPS.search(source):
+        tally.einops_off += 1
+    if not any(package in source for package in packages):
+        return []  # it cannot import them: nothing to parse (most files of a tree)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. invalid escape sequences: not ours to report
@@ -176,9 +208,12 @@ def check_source(
     problems = []
     followed: flow.Calls = {}  # function calls
     layers: flow.Calls = {}  # layer constructors
-    for call, sig in _calls(tree, source, packages):
+    for call, sig, package in _calls(tree, source, packages, tally):
         literal, found = _check_call(call, sig)
-        tally.patterns += literal
+        if package == "einops":
+            tally.einops += literal
+        else:
+            tally.rearr += literal
         if found is None and literal and sig.op in flow.FOLLOWED and sig.sizes_at is None:
             pattern = _argument(call, {k.arg: k.value for k in call.keywords if k.arg}, "pattern", sig.pattern_at)
             (layers if sig.pattern_at == 0 else followed)[call] = (sig.op, pattern.value)  # type: ignore[union-attr]
@@ -223,7 +258,7 @@ def _silenced(code: str, lines: set[int], noqa: dict[int, frozenset[str] | None]
     return any(line in noqa and (noqa[line] is None or code in noqa[line]) for line in lines)  # type: ignore[operator]
 
 
-def check_file(path: str, *, einops: bool = False, notes: list[str] | None = None,
+def check_file(path: str, *, einops: bool = True, notes: list[str] | None = None,
                tally: Tally | None = None) -> list[Problem]:
     """`check_source` on a file; a file that cannot be read or decoded is one RA002 problem.
 
@@ -235,6 +270,15 @@ def check_file(path: str, *, einops: bool = False, notes: list[str] | None = Non
         return [Problem(path, 1, 1, 1, 1, "RA002", f"cannot read the file: {describe_os_error(e)}")]
     except _NotRead as e:
         return [Problem(path, 1, 1, 1, 1, "RA002", str(e), e.hint)]
+    return check_bytes(data, path, einops=einops, notes=notes, tally=tally)
+
+
+def check_bytes(data: bytes, path: str, *, einops: bool = True, notes: list[str] | None = None,
+                tally: Tally | None = None) -> list[Problem]:
+    """`check_source` on a file's bytes; bytes that are not UTF-8 are one RA002 problem."""
+    if len(data) > MAX_BYTES:
+        return [Problem(path, 1, 1, 1, 1, "RA002", f"the file is larger than {MAX_BYTES // 2**20} MiB: not read",
+                        _TOO_LARGE)]
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -266,8 +310,7 @@ def _read(path: str) -> bytes:
     with f:
         data = f.read(MAX_BYTES + 1)  # the file may grow after fstat: never read more than the cap
     if len(data) > MAX_BYTES:
-        raise _NotRead(f"the file is larger than {MAX_BYTES // 2**20} MiB: not read",
-                       "rearr check reads hand-written source: leave generated files out")
+        raise _NotRead(f"the file is larger than {MAX_BYTES // 2**20} MiB: not read", _TOO_LARGE)
     return data
 
 
@@ -311,8 +354,9 @@ def _newer_syntax(e: SyntaxError, line: list[str]) -> tuple[tuple[int, int], str
     return None
 
 
-def _calls(tree: ast.Module, source: str, packages: list[str]) -> Iterator[tuple[ast.Call, Signature]]:
-    """The calls of the packages' functions and layers, with the signature of each."""
+def _calls(tree: ast.Module, source: str, packages: list[str], tally: Tally
+           ) -> Iterator[tuple[ast.Call, Signature, str]]:
+    """The calls of the packages' functions and layers, with the signature and the package of each."""
     # An import of a package spells its name, and a call of a function (or an import that binds
     # the name to something else) spells the name: only the parts of the tree on such lines are
     # looked into, and most files have none.
@@ -321,9 +365,10 @@ def _calls(tree: ast.Module, source: str, packages: list[str]) -> Iterator[tuple
         return
     nodes = list(_nodes_on(tree, _lines_naming(source, [*packages, *names.ours])))
     names = _bindings(_imports(nodes), packages)
+    tally.files.update(names.packages)
     for node in nodes:
-        if isinstance(node, ast.Call) and (sig := _operation(node.func, names, (node.lineno, node.col_offset))):
-            yield node, sig
+        if isinstance(node, ast.Call) and (found := _operation(node.func, names, (node.lineno, node.col_offset))):
+            yield node, *found
 
 
 def _imports(nodes: Iterable[ast.AST]) -> list[ast.Import | ast.ImportFrom]:
@@ -332,20 +377,22 @@ def _imports(nodes: Iterable[ast.AST]) -> list[ast.Import | ast.ImportFrom]:
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
-def _operation(func: ast.expr, names: _Names, at: tuple[int, int]) -> Signature | None:
+def _operation(func: ast.expr, names: _Names, at: tuple[int, int]) -> tuple[Signature, str] | None:
     """What ``func(...)`` at ``at`` calls -- ``rearrange(...)``, ``rearr.rearrange(...)``,
-    ``einops.layers.torch.Rearrange(...)``, ``L.Rearrange(...)`` -- or None."""
+    ``einops.layers.torch.Rearrange(...)``, ``L.Rearrange(...)`` -- and its package, or None."""
     if isinstance(func, ast.Name):
-        return names.at(func.id, at)[1]
+        module, function = names.at(func.id, at)
+        return None if function is None or module is None else (function, module.partition(".")[0])
     attrs = []
     while isinstance(func, ast.Attribute):
         attrs.append(func.attr)
         func = func.value
-    module = names.at(func.id, at)[0] if attrs and isinstance(func, ast.Name) else None
-    if module is None:
+    module, function = names.at(func.id, at) if attrs and isinstance(func, ast.Name) else (None, None)
+    if module is None or function is not None:  # `rearrange.x(...)` is no call of a module's
         return None
     *path, name = [module, *reversed(attrs)]
-    return MODULES.get(".".join(path), {}).get(name)
+    sig = MODULES.get(".".join(path), {}).get(name)
+    return None if sig is None else (sig, module.partition(".")[0])
 
 
 def _lines_naming(source: str, names: list[str]) -> list[int]:
@@ -381,8 +428,8 @@ def _nodes_on(tree: ast.AST, lines: list[int]) -> Iterator[ast.AST]:
             if i == len(lines) or lines[i] > end:
                 continue
         yield node
-        for field in node._fields:
-            value = getattr(node, field, None)
+        for name in node._fields:
+            value = getattr(node, name, None)
             if isinstance(value, list):
                 stack.extend(v for v in value if isinstance(v, ast.AST))
             elif isinstance(value, ast.AST):
@@ -396,16 +443,19 @@ class _Names:
         # name -> [(position, module's full name or None, signature or None)], in source order
         self.imports: dict[str, list[tuple[tuple[int, int], str | None, Signature | None]]] = {}
         self.ours: set[str] = set()  # the names that some import binds to one of ours
+        self.packages: set[str] = set()  # the packages whose names some import binds
 
     def bind(self, at: tuple[int, int], name: str, module: str | None = None,
              function: Signature | None = None) -> None:
         self.imports.setdefault(name, []).append((at, module, function))
         if module is not None or function is not None:
             self.ours.add(name)
+            self.packages.add((module or "").partition(".")[0])
 
     def at(self, name: str, at: tuple[int, int]) -> tuple[str | None, Signature | None]:
         """The binding of the nearest import of the name above ``at`` (the first one, if none is
-        above: an import at the end of the file, or in a function defined further down)."""
+        above: an import at the end of the file, or in a function defined further down): the module
+        it names or imports from, and the function or layer it is, if any."""
         found = self.imports.get(name)
         if not found:
             return None, None
@@ -437,9 +487,9 @@ def _bindings(imports: list[ast.Import | ast.ImportFrom], packages: list[str]) -
             for alias in node.names:
                 if alias.name == "*":
                     for name, sig in exports.items():
-                        names.bind(at, name, function=sig)
+                        names.bind(at, name, module, sig)
                 elif alias.name in exports:  # a function or a layer
-                    names.bind(at, alias.asname or alias.name, function=exports[alias.name])
+                    names.bind(at, alias.asname or alias.name, module, exports[alias.name])
                 else:  # a submodule (`from einops.layers import torch`), or anything else
                     names.bind(at, alias.asname or alias.name, f"{module}.{alias.name}" if module else None)
     return names

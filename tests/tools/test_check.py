@@ -2,7 +2,8 @@
 
 The fixture files under tests/fixtures/check mark each expected finding on its line:
 `# expect: RA200@23` (code and 1-based character column; `RA103@15:5` names the line too, for a
-literal that starts on another line), or `# expect-einops:` for findings that need --einops.
+literal that starts on another line), or `# expect-einops:` for findings in einops' calls (checked
+by default; --no-einops turns them off).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from _cli import REPO, run
 from rearr.errors import CODES, RearrError
 from rearr.rules import layer_recipe
 from rearr.rules.recipe import UNKNOWN
-from rearr.tools import cli, lint
+from rearr.tools import cli, lint, report
 
 FIXTURES = REPO / "tests" / "fixtures" / "check"
 TEXT_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>RA\d{3}) (?P<text>.+)$")
@@ -30,7 +31,8 @@ GITHUB_LINE = re.compile(r"^::error (?P<props>[^:]*)::(?P<data>.*)$")
 
 
 SUMMARY = re.compile(r"^(Found [\d,]+ problems? in [\d,]+ files?|All checks passed|No problem found) "
-                     r"\([\d,]+ files?, [\d,]+ patterns? checked\)\.( [\d,]+ paths? could not be read\.)?$")
+                     r"\([\d,]+ files?, (?:[\d,]+ einops and [\d,]+ rearr|[\d,]+ (?:einops|rearr)|0) patterns? "
+                     r"checked\)\.( [\d,]+ paths? could not be read\.)?$")
 
 
 def findings(proc: subprocess.CompletedProcess) -> list[str]:
@@ -82,15 +84,15 @@ def at(source: str, *expected: tuple[int, str, str]) -> list[tuple[int, int, str
 
 @pytest.mark.parametrize("einops", [False, True])
 def test_fixture_findings_are_exactly_the_marked_ones(einops):
-    problems, proc = as_json("tests/fixtures/check", *(["--einops"] if einops else []))
+    problems, proc = as_json("tests/fixtures/check", *([] if einops else ["--no-einops"]))
     assert proc.returncode == 1, proc.stderr
     assert positions(problems) == expected(einops)
     assert len(expected(einops)) == len(problems) >= 25  # no finding twice, and the markers were read
 
 
-@pytest.mark.parametrize("einops", [False, True])
-def test_good_files_are_clean(einops):
-    proc = run("check", "--quiet", "tests/fixtures/check/good", *(["--einops"] if einops else []))
+@pytest.mark.parametrize("flag", ["--no-einops", "--einops"])
+def test_good_files_are_clean(flag):
+    proc = run("check", "--quiet", "tests/fixtures/check/good", flag)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
 
@@ -153,7 +155,7 @@ def test_github_format_says_what_json_says():
 
 def test_github_escapes_workflow_command_data():
     p = lint.Problem("a,b:c%.py", 3, 4, 3, 5, "RA100", "50% of 'a:b',\r\nmore", "x, y")
-    out = cli.format_github([p])
+    out = report.format_github([p])
     assert out == ("::error file=a%2Cb%3Ac%25.py,line=3,col=4,endLine=3,endColumn=5,title=rearr RA100"
                    "::50%25 of 'a:b',%0D%0Amore (fix: x, y)")
     assert parse_github(out) == [({"file": "a,b:c%.py", "line": "3", "col": "4", "endLine": "3", "endColumn": "5",
@@ -167,7 +169,7 @@ def test_exit_2_for_a_missing_path_and_the_rest_is_checked():
     proc = run("check", "no/such/dir", "tests/fixtures/check/einops")
     assert proc.returncode == 2
     assert "no/such/dir: no such file or folder" in proc.stderr
-    assert proc.stdout.startswith("tests/fixtures/check/einops/bad_einops.py:10:15: RA200 ")
+    assert proc.stdout.startswith("tests/fixtures/check/einops/bad_einops.py:7:24: RA200 ")
 
 
 @pytest.mark.parametrize("args", [["check", "--format", "xml"], ["check", "--nope"], ["frobnicate"], []])
@@ -234,7 +236,7 @@ def test_folders_are_searched_in_sorted_order_skipping_tool_folders(tmp_path):
         (tmp_path / rel).write_text(bad)
     proc = run("check", ".", "script", cwd=tmp_path)
     paths = [TEXT_LINE.match(line)["path"] for line in findings(proc)]
-    assert paths == ["A.py", "a.py", "sub/deeper/b.py", "sub/m.py", "z.py", "script"]
+    assert paths == ["A.py", "a.py", "script", "sub/deeper/b.py", "sub/m.py", "z.py"]  # sorted, whatever the order
     # Named explicitly, a file in a skipped folder is checked; named twice, it is checked once.
     proc = run("check", "venv/v.py", "venv/v.py", cwd=tmp_path)
     assert [TEXT_LINE.match(line)["path"] for line in findings(proc)] == ["venv/v.py"]
@@ -470,7 +472,7 @@ def test_lint_imports_only_the_standard_library_and_the_recipe_stage():
     typing_ours, typing_absolute = _imports("tools/jaxtyping")  # jaxtyping's annotations, read, never imported
     assert typing_ours == set() and typing_absolute <= {"__future__", "ast", "re", "collections.abc"}
     assert absolute <= {"__future__", "ast", "errno", "io", "os", "re", "stat", "sys", "tokenize", "warnings",
-                        "bisect", "collections.abc", "dataclasses"}
+                        "bisect", "collections", "collections.abc", "dataclasses"}
     ours, absolute = _imports("rules/layer_recipe")
     assert ours <= {"syntax", "_record", "errors", "recipe", "arguments"}
     assert absolute <= {"__future__", "math", "numbers", "operator", "collections.abc", "typing"}
@@ -551,9 +553,11 @@ def test_pre_commit_hooks():
         hook_id, *rest = block.splitlines()
         hooks[hook_id] = dict(line.strip().split(": ", 1) for line in rest if ": " in line)
     assert {k: (v["entry"], v["language"], v["types"]) for k, v in hooks.items()} == {
-        "rearr-check": ("rearr check", "python", "[python]"),
-        "rearr-check-einops": ("rearr check --einops", "python", "[python]"),
+        "rearr-check": ("rearr check --force-exclude", "python", "[python]"),
+        "rearr-check-einops": ("rearr check --force-exclude --einops", "python", "[python]"),
     }
+    # Python 3.10 reads the config with tomli: the hooks install it as the `check` extra does.
+    assert all(v["additional_dependencies"] == '["tomli>=1.1; python_version < \'3.11\'"]' for v in hooks.values())
 
 
 def test_docs_list_every_code_with_its_meaning():
@@ -805,16 +809,18 @@ def newer_syntax() -> tuple[str, str]:
 
 def test_newer_syntax_in_a_file_without_patterns_is_a_note_not_a_failure(tmp_path):
     body, what = newer_syntax()
-    (tmp_path / "models.py").write_text(f"import torch\n{body}")
+    (tmp_path / "models.py").write_text(f"import torch  # a rearrangement, by hand\n{body}")
+    (tmp_path / "plain.py").write_text(f"import torch\n{body}")  # not parsed at all: it cannot import them
     (tmp_path / "ok.py").write_text("import rearr\nrearr.rearrange(x, 'b c -> c b')\n")
     proc = run("check", "-q", ".", cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, "")
-    assert proc.stderr.startswith(f"rearr check: note: models.py:2: not checked (it names no rearr): {what}")
+    assert proc.stderr.startswith(f"rearr check: note: models.py:2: not checked (it names no rearr nor einops): {what}")
+    assert "plain.py" not in proc.stderr
     assert f"{PYTHON} cannot parse the file" in proc.stderr  # which Python parsed it
-    # With --einops, a file that names einops may hold einops patterns: it is not skipped.
+    # A file that names einops may hold einops patterns: it is not skipped, unless einops is not checked.
     (tmp_path / "models.py").write_text(f"import einops\n{body}")
-    assert run("check", ".", cwd=tmp_path).returncode == 0
-    assert run("check", "--einops", ".", cwd=tmp_path).returncode == 2
+    assert run("check", "--no-einops", ".", cwd=tmp_path).returncode == 0
+    assert run("check", ".", cwd=tmp_path).returncode == 2
 
 
 def test_newer_syntax_in_a_file_that_names_rearr_is_RA003(tmp_path):
@@ -829,13 +835,13 @@ def test_newer_syntax_in_a_file_that_names_rearr_is_RA003(tmp_path):
 
 def test_a_real_syntax_error_names_the_python_and_is_RA001_only_where_patterns_may_be(tmp_path):
     (tmp_path / "a.py").write_text("import rearr\nx = (1 +* 2)\n")
-    (tmp_path / "b.py").write_text("import numpy\nx = (1 +* 2)\n")
+    (tmp_path / "b.py").write_text("import numpy  # rearranged\nx = (1 +* 2)\n")
     notes: list[str] = []
     [p] = lint.check_file(str(tmp_path / "a.py"), notes=notes)
     assert (p.code, p.message) == ("RA001", f"{PYTHON} cannot parse the file: invalid syntax")
     assert lint.check_file(str(tmp_path / "b.py"), notes=notes) == []
-    assert notes == [f"{tmp_path / 'b.py'}:2: not checked (it names no rearr): {PYTHON} cannot parse the file: "
-                     "invalid syntax"]
+    assert notes == [f"{tmp_path / 'b.py'}:2: not checked (it names no rearr nor einops): {PYTHON} cannot parse "
+                     "the file: invalid syntax"]
 
 
 # --- hostile files and streams -------------------------------------------
@@ -1046,3 +1052,33 @@ def test_a_length_beyond_int64_is_named_short_and_says_why(literal, shown):
     with pytest.raises(RearrError) as info:  # the library says the same
         rearr.rearrange(np.zeros(4), "(h w) -> h w", h=int(literal))
     assert (info.value.code, info.value.message, info.value.hint) == (p.code, p.message, p.hint)
+
+
+def test_a_gitignore_line_that_is_no_valid_regex_is_read_as_git_reads_it(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("[z-a]\n[^]\n[[:alpha:]]_gen.py\n\\\n")
+    for name in ("a.py", "z", "x_gen.py"):
+        (tmp_path / name).write_text("import rearr\nrearr.rearrange(x, 'b c -> c')\n")
+    proc = run("check", "-q", ".", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["a.py"]  # z.py is no *.py: not walked
+
+
+def test_every_code_is_a_rule_whose_description_the_docs_show():
+    from rearr.tools.codes import RULES, help_uri
+
+    assert list(RULES) == list(CODES)
+    text = (REPO / "docs" / "check.md").read_text(encoding="utf-8")
+    for code, rule in RULES.items():
+        assert f"\n### {code}\n\n{rule.description} (`{rule.name}`)\n" in text, code
+        assert help_uri(code).endswith(f"/docs/check.md#{code.lower()}")
+    assert len({rule.name for rule in RULES.values()}) == len(RULES)
+
+
+def test_a_file_that_names_neither_library_is_not_parsed(monkeypatch):
+    parsed = []
+    monkeypatch.setattr(lint.ast, "parse", lambda *a, **k: parsed.append(a) or ast.Module([], []))
+    assert lint.check_source("import torch\nx = torch.zeros(3)\n") == []
+    assert lint.check_source("import einops\n", einops=False) == [] and parsed == []
+    lint.check_source("import einops\n")
+    assert len(parsed) == 1

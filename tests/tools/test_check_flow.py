@@ -97,10 +97,10 @@ def test_module_level_code_and_other_functions_are_not_followed():
     assert lint.check_source(source) == []
 
 
-def test_einops_calls_with_the_flag():
+def test_einops_calls_unless_turned_off():
     source = ("import einops\n\ndef f(x):\n    y = einops.rearrange(x, 'b c h -> b (c h)')\n"
               "    return einops.rearrange(y, 'b c h -> b h c')\n")
-    assert lint.check_source(source) == []
+    assert lint.check_source(source, einops=False) == []
     assert [p.code for p in lint.check_source(source, einops=True)] == ["RA304"]
 
 
@@ -147,10 +147,10 @@ def test_the_sequential_finding_is_what_the_model_raises():
     assert "line 4" in problem.message and problem.line == 4
 
 
-def test_einops_layers_chain_with_the_flag():
+def test_einops_layers_chain_unless_turned_off():
     source = ("from torch import nn\nfrom einops.layers.torch import Rearrange\n"
               'm = nn.Sequential(Rearrange("b c h w -> b (c h w)"), Rearrange("b c h w -> b h w c"))\n')
-    assert lint.check_source(source) == []
+    assert lint.check_source(source, einops=False) == []
     assert [p.code for p in lint.check_source(source, einops=True)] == ["RA304"]
 
 

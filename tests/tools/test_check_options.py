@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from _cli import REPO, run
 
 from rearr.errors import CODES
-from rearr.tools import cli, config, ignore, lint
+from rearr.tools import cli, config, ignore, lint, report
 
 BAD = "import rearr\nrearr.rearrange(x, 'b c -> c')\n"  # RA200 at 2:21
 
@@ -52,16 +53,21 @@ def doc_steps() -> list[tuple[str, str, str]]:
 
 
 def test_the_docs_options_examples_run_as_written(tmp_path):
+    """Each `$ rearr check ...` line (split as a shell would; `< FILE` feeds FILE to stdin) prints what is under it."""
     steps = doc_steps()
-    assert sum(kind == "run" for kind, _, _ in steps) >= 8
+    assert sum(kind == "run" for kind, _, _ in steps) >= 20
     for kind, what, text in steps:
         if kind == "file":
             write(tmp_path, {what: text})
             continue
-        argv = what.split()
+        argv = shlex.split(what)
+        stdin = None
+        if len(argv) > 2 and argv[-2] == "<":
+            stdin, argv = (tmp_path / argv[-1]).read_bytes(), argv[:-2]
         assert argv[:2] == ["rearr", "check"], what
-        proc = run(*argv[1:], cwd=tmp_path)
+        proc = run(*argv[1:], cwd=tmp_path, stdin=stdin)
         assert proc.stdout == text, what
+        assert proc.returncode in (0, 1), (what, proc.stderr)
 
 
 def test_the_docs_name_every_option():
@@ -133,7 +139,8 @@ def test_noqa_and_selection_together(tmp_path):
     (["RA2"], ["RA200"], False),
 ])
 def test_selection(select, ignore_, reported):
-    assert config.Settings(select=select, ignore=ignore_).enabled("RA200") is reported
+    layer = config.Layer("test", "/", select=(*select, "RA400"), ignore=tuple(ignore_))
+    assert config.resolve([layer]).enabled("RA200") is reported
 
 
 def test_select_and_ignore_on_the_command_line(tmp_path):
@@ -152,10 +159,25 @@ def test_an_unknown_code_is_bad_usage(tmp_path):
     assert proc.returncode == 2 and "unknown code or prefix 'E501'" in proc.stderr and proc.stdout == ""
 
 
-def test_ignoring_an_unchecked_file_code_changes_the_exit_code(tmp_path):
-    write(tmp_path, {"m.py": "import rearr\ndef f(:\n"})
+def test_a_file_that_cannot_be_checked_is_reported_whatever_is_selected(tmp_path):
+    write(tmp_path, {"m.py": "import rearr\ndef f(:\n", "ok.py": BAD})
+    (tmp_path / "latin1.py").write_bytes(b"import rearr\n# caf\xe9\n")
+    for args in [[], ["--select", "RA2"], ["--select", "RA4"], ["--per-file-ignores", "*.py:RA"]]:
+        proc = run("check", "-q", *args, ".", cwd=tmp_path)
+        assert proc.returncode == 2, args
+        assert [line.split()[:2] for line in proc.stdout.splitlines() if " RA00" in line] == [
+            ["latin1.py:2:6:", "RA002"], ["m.py:2:7:", "RA001"]], args
+    write(tmp_path, {"pyproject.toml": '[tool.rearr.check]\nselect = ["RA4"]\n'})
     assert run("check", ".", cwd=tmp_path).returncode == 2
-    assert run("check", "--ignore", "RA001", ".", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("args", [["--ignore", "RA001"], ["--extend-ignore", "ra002,RA2"], ["--ignore", "RA00"],
+                                  ["--per-file-ignores", "*.py:RA003"]])
+def test_ignoring_the_codes_of_files_that_cannot_be_checked_is_refused(tmp_path, args):
+    write(tmp_path, {"m.py": BAD})
+    proc = run("check", *args, ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "cannot be ignored: RA001, RA002, RA003 say that a file could not be checked" in proc.stderr
 
 
 # --- --exclude, --extend-exclude and the globs ---------------------------------------------
@@ -238,47 +260,7 @@ def test_outside_a_work_tree_gitignore_is_not_read(tmp_path):
                                                       "sub/s.py"]
 
 
-# --- [tool.rearr.check] ---------------------------------------------------------------------
-
-
-def test_config_is_found_upward_and_the_command_line_wins(tmp_path):
-    write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n\n[tool.rearr.check]\nignore = ["RA200"]\n'
-                                       'extend-exclude = ["gen"]\n',
-                     "src/a.py": BAD, "src/gen/g.py": BAD + "rearr.reduce(x, 'b c -> b', 'avg')\n"})
-    assert run("check", "src", cwd=tmp_path).stdout.startswith("All checks passed (1 file,")
-    proc = run("check", "-q", ".", cwd=tmp_path / "src")  # from a subfolder: the file above is found
-    assert (proc.returncode, proc.stdout) == (0, "")
-    proc = run("check", "-q", "--ignore", "RA400", ".", cwd=tmp_path / "src")  # replaces the file's ignore
-    assert paths(proc) == ["a.py"]
-    proc = run("check", "-q", "--extend-exclude", "nothing", "--ignore", "RA200", ".", cwd=tmp_path / "src")
-    assert paths(proc) == ["gen/g.py"]
-
-
-def test_the_nearest_pyproject_with_the_table_is_read(tmp_path):
-    write(tmp_path, {"pyproject.toml": '[tool.rearr.check]\nignore = ["RA200"]\n',
-                     "pkg/pyproject.toml": '[project]\nname = "pkg"\n', "pkg/a.py": BAD})
-    assert config.find_pyproject(str(tmp_path / "pkg" / "a.py")) == str(tmp_path / "pyproject.toml")
-    assert run("check", "pkg", cwd=tmp_path).returncode == 0
-
-
-@pytest.mark.parametrize("table, message", [
-    ('selct = ["RA2"]', "unknown key 'selct'"),
-    ('select = "RA2"', "select must be a list of strings"),
-    ('ignore = ["X1"]', "unknown code or prefix 'X1'"),
-    ('select = [', "pyproject.toml"),  # not TOML
-])
-def test_a_config_that_cannot_be_used_is_exit_2(tmp_path, table, message):
-    write(tmp_path, {"pyproject.toml": f"[tool.rearr.check]\n{table}\n", "a.py": BAD})
-    proc = run("check", ".", cwd=tmp_path)
-    assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
-
-
-def test_python_3_10_skips_the_table_with_a_note(tmp_path, monkeypatch):
-    write(tmp_path, {"pyproject.toml": '[tool.rearr.check]\nignore = ["RA200"]\n'})
-    monkeypatch.setattr(config.sys, "version_info", (3, 10, 14))
-    notes: list[str] = []
-    settings = config.load(str(tmp_path / "pyproject.toml"), notes)
-    assert settings.ignore == [] and "Python 3.10 has no TOML parser" in notes[0]
+# --- [tool.rearr.check]: rearr/tools/config.py has its own tests (test_check_config.py) ----------
 
 
 # --- summary, --quiet, --statistics, no files ------------------------------------------------
@@ -287,14 +269,17 @@ def test_python_3_10_skips_the_table_with_a_note(tmp_path, monkeypatch):
 def test_summary_lines(tmp_path):
     write(tmp_path, {"a.py": BAD, "b.py": BAD + "rearr.reduce(x, 'b c -> b', 'avg')\n", "c.py": "x = 1\n"})
     assert run("check", ".", cwd=tmp_path).stdout.splitlines()[-1] == \
-        "Found 3 problems in 2 files (3 files, 3 patterns checked)."
+        "Found 3 problems in 2 files (3 files, 3 rearr patterns checked)."
     assert run("check", "a.py", cwd=tmp_path).stdout.splitlines()[-1] == \
-        "Found 1 problem in 1 file (1 file, 1 pattern checked)."
-    assert run("check", "c.py", cwd=tmp_path).stdout == "All checks passed (1 file, 0 patterns checked).\n"
+        "Found 1 problem in 1 file (1 file, 1 rearr pattern checked)."
+    assert run("check", "c.py", cwd=tmp_path).stdout == \
+        "No pattern found in 1 file: none of them imports rearr or einops.\n"
     proc = run("check", "c.py", "missing.py", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stdout == "No problem found (1 file, 0 patterns checked). 1 path could not be read.\n"
-    assert cli.summary([], 1245, 9876) == "All checks passed (1,245 files, 9,876 patterns checked)."
+    assert proc.stdout == "No pattern found in 1 file: none of them imports rearr or einops. 1 path could not be " \
+                          "read.\n"
+    assert report.summary([], 1245, lint.Tally(rearr=12, einops=1776)) == \
+        "All checks passed (1,245 files, 1,776 einops and 12 rearr patterns checked)."
 
 
 @pytest.mark.parametrize("fmt", ["json", "github", "sarif"])
@@ -311,7 +296,7 @@ def test_statistics(tmp_path):
     proc = run("check", "--statistics", ".", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [f"2  RA200  {CODES['RA200']}", f"1  RA400  {CODES['RA400']}",
-                                        "Found 3 problems in 1 file (1 file, 3 patterns checked)."]
+                                        "Found 3 problems in 1 file (1 file, 3 rearr patterns checked)."]
     proc = run("check", "--statistics", "--format", "json", ".", cwd=tmp_path)
     assert json.loads(proc.stdout) == [{"code": "RA200", "count": 2, "meaning": CODES["RA200"]},
                                        {"code": "RA400", "count": 1, "meaning": CODES["RA400"]}]
@@ -336,22 +321,44 @@ def test_no_python_file_at_all_is_a_warning_and_exit_2(tmp_path, files):
 # --- sarif -----------------------------------------------------------------------------------
 
 
+def sarif_result(proc: subprocess.CompletedProcess) -> tuple[dict, dict]:
+    log = json.loads(proc.stdout)
+    assert log["version"] == "2.1.0" and "sarif-2.1.0" in log["$schema"]
+    (run_,) = log["runs"]
+    (result,) = run_["results"]
+    return run_, result
+
+
 def test_sarif(tmp_path):
     write(tmp_path, {"my model.py": BAD})
-    proc = run("check", "--format", "sarif", ".", cwd=tmp_path)
-    log = json.loads(proc.stdout)
-    assert proc.returncode == 1 and log["version"] == "2.1.0" and "sarif-2.1.0" in log["$schema"]
-    (run_,) = log["runs"]
+    proc = run("check", "--output-format", "sarif", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    run_, result = sarif_result(proc)
     driver = run_["tool"]["driver"]
     assert driver["name"] == "rearr" and driver["informationUri"].startswith("https://")
-    assert [(r["id"], r["shortDescription"]["text"]) for r in driver["rules"]] == list(CODES.items())
-    (result,) = run_["results"]
+    assert [r["id"] for r in driver["rules"]] == list(CODES)
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"] == CODES[rule["id"]]
+        assert len(rule["fullDescription"]["text"]) > len(rule["shortDescription"]["text"])
+        assert rule["helpUri"].endswith(f"docs/check.md#{rule['id'].lower()}")
     assert result["ruleId"] == "RA200" and driver["rules"][result["ruleIndex"]]["id"] == "RA200"
     assert result["level"] == "error" and result["message"]["text"].startswith("axis 'b' appears only")
     (location,) = result["locations"]
-    assert location["physicalLocation"] == {"artifactLocation": {"uri": "my%20model.py"},
-                                            "region": {"startLine": 2, "startColumn": 21, "endLine": 2,
-                                                       "endColumn": 22}}
+    assert location["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 21, "endLine": 2,
+                                                      "endColumn": 22}
+    # Outside a git work tree, the URI is absolute.
+    assert location["physicalLocation"]["artifactLocation"] == {"uri": (tmp_path / "my model.py").as_uri()}
+
+
+def test_sarif_uris_are_relative_to_the_work_tree_whatever_the_current_folder(tmp_path):
+    write(tmp_path, {"src/pkg/my model.py": BAD})
+    (tmp_path / ".git").mkdir()
+    for cwd, path in [(tmp_path, "src"), (tmp_path / "src", "."), (tmp_path / "src" / "pkg", "my model.py")]:
+        run_, result = sarif_result(run("check", "--output-format", "sarif", path, cwd=cwd))
+        (location,) = result["locations"]
+        assert location["physicalLocation"]["artifactLocation"] == {"uri": "src/pkg/my%20model.py",
+                                                                    "uriBaseId": "%SRCROOT%"}, cwd
+        assert run_["originalUriBaseIds"] == {"%SRCROOT%": {"uri": tmp_path.as_uri() + "/"}}
 
 
 # --- progress ----------------------------------------------------------------------------------
