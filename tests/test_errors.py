@@ -158,3 +158,47 @@ def test_errors_that_name_an_index_put_the_caret_under_it(lib):
                 call()
             assert info.value.col == col, (name, str(info.value))
             assert "index 'idx'" in info.value.message and "^" in str(info.value)
+
+
+# Two lengths of one index axis that the tensor does not give: the fix gives both one length (it used
+# to say to slice x along the axis, which x does not have).
+LENGTH_CONFLICTS = [  # (op, pattern, x shape, reduction, keywords; an index is (shape, positions))
+    ("scatter", "v[src: e] c -> v[dst: e] c", (5, 3), "sum", {"src": ((7,), 5), "dst": ((5,), 5)}),
+    ("scatter", "v[src: e] c -> v[dst: e] c", (5, 3), "mean", {"src": ((4,), 5), "dst": ((6,), 5)}),
+    ("scatter", "v[src: e] c -> v[dst: e] c", (5, 3), "sum", {"src": ((5,), 5), "dst": ((5,), 5), "e": 6}),
+    ("scatter", "v[src: e] c -> v[dst: e] c", (5, 3), "max", {"src": ((5,), 5), "dst": ((5,), 5), "e": 3}),
+    ("rearrange", "b h[y: p] w[x: p] c -> b p c", (2, 4, 5, 3), None, {"y": ((6,), 4), "x": ((5,), 5)}),
+    ("rearrange", "b h[y: b p] w[x: b p] c -> b p c", (2, 4, 5, 3), None, {"y": ((2, 3), 4), "x": ((2, 6), 5)}),
+    ("rearrange", "b n[i: b k] -> b k", (2, 5), None, {"i": ((2, 3), 5), "k": 4}),
+]
+
+
+@pytest.mark.parametrize("op, pattern, shape, reduction, keywords", LENGTH_CONFLICTS)
+def test_an_index_length_conflict_is_fixed_by_its_own_hint(op, pattern, shape, reduction, keywords):
+    import re
+
+    import reference
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    kwargs = {k: rng.integers(0, v[1], v[0]) if isinstance(v, tuple) else v for k, v in keywords.items()}
+    call = (lambda kw: rearr.scatter(x, pattern, reduction, **kw)) if op == "scatter" else \
+        (lambda kw: rearr.rearrange(x, pattern, **kw))
+    with pytest.raises(rearr.RearrError) as info:
+        call(kwargs)
+    err = info.value
+    assert err.code == "RA303" and "the tensor has" not in err.message, str(err)
+    assert "slice the tensor" not in err.hint, str(err)
+    fixed = dict(kwargs)
+    if cut := re.fullmatch(r"give both indices one length along '\w+'; to use the first \d+ of each, "
+                           r"pass (\w+)=\1(\[[^\]]*\])", err.hint):
+        fixed[cut[1]] = eval(f"fixed[cut[1]]{cut[2]}")  # noqa: S307 - the hint's own slice
+    else:
+        new = re.fullmatch(r"pass (\w+)=(\d+) instead, or drop \1= to take the index's length", err.hint)
+        assert new, err.hint
+        fixed[new[1]] = int(new[2])
+        dropped = {k: v for k, v in kwargs.items() if k != new[1]}
+        expected = reference.reference(op, x, pattern, *([reduction] if reduction else []), **dropped)
+        reference.assert_matches(call(dropped), expected)  # the other fix: drop the keyword
+    expected = reference.reference(op, x, pattern, *([reduction] if reduction else []), **fixed)
+    reference.assert_matches(call(fixed), expected)

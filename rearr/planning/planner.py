@@ -13,6 +13,7 @@ from ..errors import RearrError
 from ..rules.arguments import symbolic
 from ..rules.recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, index_not_passed
 from .lengths import (
+    KEYWORD,
     Lengths,
     expand_names,
     known_shape,
@@ -275,15 +276,34 @@ def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], le
                                              known=lens.value))
         for axis, n in zip(spec.axes, shape):
             if axis in lens.value and lens.value[axis] != n:
-                raise _err(recipe, "RA303",
-                           f"index {spec.name!r} has length {n} on axis {_show(axis)}, "
-                           f"the tensor has {lens.value[axis]} ({lens.source[axis]})",
-                           spec.col, _index_hint(recipe, spec, shape, axis, n, known=lens.value))
+                raise _length_conflict(recipe, spec, shape, axis, n, lens, specs)
             lens.set(axis, n, f"index {spec.name}", spec.col)
     for spec in specs:
         n = lens.need(spec.axis, "axis", spec.col - 1, ", or pass into=")
         uses.append(IndexUse(spec.name, spec.axis, n, spec.axes, shapes[spec.name], spec.col))
     return tuple(uses)
+
+
+def _length_conflict(recipe: Recipe, spec: IndexSpec, shape, axis: str, n: int, lens: Lengths,
+                     specs: tuple[IndexSpec, ...]) -> RearrError:
+    """RA303 for an index whose length on an axis disagrees with a length known before: the fix
+    depends on where that length came from (the tensor, a keyword, or another index)."""
+    m, source = lens.value[axis], lens.source[axis]
+    other = next((s for s in specs if source == f"index {s.name}"), None)
+    if other is not None:  # neither length is the tensor's: slicing the tensor cannot help
+        cut, k = (other, n) if m > n else (spec, m)
+        where = ", ".join([":"] * cut.axes.index(axis) + [f":{k}"])
+        return _err(recipe, "RA303", f"index {spec.name!r} has length {n} on axis {_show(axis)}, "
+                    f"index {other.name!r} has {m}", spec.col,
+                    f"give both indices one length along {_show(axis)}; to use the first {k} of each, "
+                    f"pass {cut.name}={cut.name}[{where}]")
+    tensors = recipe.inputs + (recipe.outputs if recipe.op == "scatter" else ())  # the input's, and into='s
+    if source == KEYWORD and axis not in {n for side in tensors for dim in side for n in dim.names}:
+        return _err(recipe, "RA303", f"index {spec.name!r} has length {n} on axis {_show(axis)}, "
+                    f"the keyword {axis}= says {m}", spec.col,
+                    f"pass {axis}={n} instead, or drop {axis}= to take the index's length")
+    return _err(recipe, "RA303", f"index {spec.name!r} has length {n} on axis {_show(axis)}, "
+                f"the tensor has {m} ({source})", spec.col, _index_hint(recipe, spec, shape, axis, n, known=lens.value))
 
 
 def _guess_axes(axes: tuple[str, ...], shape: tuple[int, ...], known: dict[str, int]) -> list[str] | None:
