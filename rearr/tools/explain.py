@@ -351,10 +351,13 @@ class _State(Record):
 
 
 def _regroup(names: list[str], length: dict[str, int], shape: tuple[int, ...]) -> Names | None:
-    """Row-major axes cut into dims of the given sizes (unit axes join the next dim); None if they do not fit."""
+    """Row-major axes cut into dims of the given sizes; None if they do not fit. A dim of length 1 takes
+    the next axis if that has length 1 too; other unit axes join the next dim (the last dim takes the rest)."""
     out, i = [], 0
     for k, size in enumerate(shape):
         group, prod = [], 1
+        if size == 1 and i < len(names) and length[names[i]] == 1 and k < len(shape) - 1:
+            group, i = [names[i]], i + 1
         while i < len(names) and (prod < size or k == len(shape) - 1):
             group.append(names[i])
             prod *= length[names[i]]
@@ -420,28 +423,24 @@ def _elementary(state: _State, length: dict[str, int]) -> list[tuple[str, int, i
 
 
 def _why(step: Step, before: _State, after: _State, length: dict[str, int]) -> str:
-    """The '# view: ...' / '# copy: ...' comment of one step."""
+    """The '# view: ...' / '# copy: ...' comment of one step: what the step itself does, from its shapes."""
     show = lambda names: ", ".join(_show_axis(n) for n in names)
     if isinstance(step, Permute):
         return "view: reorders the axes (strides only)"
     if isinstance(step, Expand):
         grown = [d for d, (a, b) in enumerate(zip(before.shape, step.shape)) if a != b]
-        new = [n for d in grown for n in after.names[d]] if after.names is not None else []
+        new = [n for d in grown for n in after.names[d] if length[n] != 1] if after.names is not None else []
         return f"view: repeats {show(new) or 'the new axes'} with stride 0"
     if isinstance(step, Reshape):
-        if before.names is None or after.names is None:
-            return "view: same memory, new shape" if step.view else "copy: the merged axes are not adjacent in memory"
         if not step.view:
+            if before.names is None or after.names is None:
+                return "copy: the merged axes are not adjacent in memory"
             return "copy: " + _not_adjacent(before, after.names, length)
-        merged = [d for d in after.names if len(d) > 1 and d not in before.names]
-        split = [d for d in before.names if len(d) > 1 and d not in after.names]
-        what = [f"merges ({show(d)})" for d in merged] + [f"splits ({show(d)})" for d in split]
-        unit = "adds unit axes" if len(step.shape) > len(before.shape) else "drops unit axes"
-        return "view: " + ("; ".join(what) or unit)
+        return "view: " + _reshaped(before, after, length)
     if isinstance(step, Reduce):
-        names = [n for a in step.axes for n in (before.names or ((),) * len(before.shape))[a]]
         if not step.axes:
             return f"copy: {_reduction_name(step.reduction)} over no axis (its result dtype, as numpy's axis=())"
+        names = [n for a in step.axes for n in (before.names or ((),) * len(before.shape))[a]]
         return f"copy: {_reduction_name(step.reduction)} over {show(names) or 'axes ' + str(step.axes)}"
     if isinstance(step, TakeRows):
         return f"copy: picks {math.prod(step.space)} rows of the {before.shape} view"
@@ -453,6 +452,50 @@ def _why(step: Step, before: _State, after: _State, length: dict[str, int]) -> s
     if step.reduction == "set":
         return "copy: a new tensor; no two writes may meet ('set')"
     return f"copy: a new tensor; writes that meet combine by {step.reduction}"
+
+
+def _matched(before: tuple[int, ...], after: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
+    """A reshape's dims of length other than 1, matched up: the shortest runs before and after with equal
+    products, in order (the runs that numpy's and torch's view check match)."""
+    old = [d for d, n in enumerate(before) if n != 1]
+    new = [d for d, n in enumerate(after) if n != 1]
+    blocks: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(old) and j < len(new):
+        b, a = [old[i]], [new[j]]
+        p, q = before[old[i]], after[new[j]]
+        i, j = i + 1, j + 1
+        while p != q:
+            if p < q:
+                b.append(old[i])
+                p, i = p * before[old[i]], i + 1
+            else:
+                a.append(new[j])
+                q, j = q * after[new[j]], j + 1
+        blocks.append((b, a))
+    return blocks
+
+
+def _reshaped(before: _State, after: _State, length: dict[str, int]) -> str:
+    """What a reshape that is a view does: the axes it merges (an axis of length > 1 from several dims
+    into one) and splits (one dim's into several), and whether unit axes come or go. Only the axes of
+    length other than 1 are named: the lengths place them without doubt."""
+    if 0 in before.shape or 0 in after.shape:
+        return "same memory, new shape"
+    if before.names is None or after.names is None:  # between gather and scatter: the dims by number
+        dims = lambda ds: f"dim{'s' if len(ds) > 1 else ''} {', '.join(map(str, ds))}"  # noqa: E731
+        what = [f"merges ({dims(b)})" if len(a) == 1 else f"splits ({dims(b)})" if len(b) == 1
+                else f"regroups ({dims(b)})" for b, a in _matched(before.shape, after.shape) if len(a) + len(b) > 2]
+    else:
+        big = lambda names: [n for n in names if length[n] != 1]  # noqa: E731
+        home = [{n: d for d, dim in enumerate(state.names) for n in big(dim)} for state in (before, after)]
+        show = lambda names: ", ".join(_show_axis(n) for n in names)  # noqa: E731
+        what = [f"merges ({show(big(dim))})" for dim in after.names if len({home[0][n] for n in big(dim)}) > 1]
+        what += [f"splits ({show(big(dim))})" for dim in before.names if len({home[1][n] for n in big(dim)}) > 1]
+    units = [sum(n == 1 for n in shape) for shape in (before.shape, after.shape)]
+    if units[1] != units[0]:
+        what.append("adds unit axes" if units[1] > units[0] else "drops unit axes")
+    return "; ".join(what) or "moves unit axes"
 
 
 def _not_adjacent(before: _State, groups: Names, length: dict[str, int]) -> str:
