@@ -53,7 +53,7 @@ class Explanation(Record):
     input (and each index bound to its tensor) and ``input_name`` holds the result.
     Two explanations are equal when their reports' facts are (``layout``,
     ``plan``, ``lengths`` and ``index_values`` are left out of ``==`` and the repr).
-    ``to_svg()`` draws it; in Jupyter it shows as the report's code and that picture.
+    ``to_svg()`` draws it; in Jupyter it shows as one HTML output that holds the report and that picture.
     """
 
     _uncompared = ("layout", "plan", "lengths", "index_values")
@@ -117,12 +117,8 @@ class Explanation(Record):
 
         return picture.svg(self, _show_axis, max_rows or picture.MAX_ROWS, max_cols or picture.MAX_COLS)
 
-    def _repr_svg_(self) -> str | None:
-        try:
-            return self.to_svg()
-        except RearrError:  # a notebook shows the other formats; to_svg() raises it
-            return None
-
+    # A notebook shows the report and the picture as one HTML output, and keeps nothing else but the
+    # plain-text report: an image/svg+xml output as well would store the same picture twice.
     def _repr_html_(self) -> str:
         from xml.sax.saxutils import escape
 

@@ -213,7 +213,6 @@ def test_a_bad_index_raises_the_library_error_and_the_html_says_it():
     with pytest.raises(rearr.RearrError) as info:
         e.to_svg()
     assert info.value.code == "RA501"
-    assert e._repr_svg_() is None
     assert "not drawn: RA501" in e._repr_html_()
 
 
@@ -248,8 +247,40 @@ def test_repr_html_holds_the_code_and_the_picture():
     e = rearr.explain("c b h -> b (c h)", (2, 3, 4))
     html = e._repr_html_()
     assert "x = x.permute(1, 0, 2)" in html and "<svg" in html and html.count("</svg>") == 1
-    assert e._repr_svg_() == e.to_svg()
+    assert e.to_svg() in html
     ET.fromstring(html)  # well-formed: the report is escaped
+
+
+# The methods that IPython's display formatter looks up, one per mime type of a notebook output
+# (IPython.core.formatters), besides _repr_pretty_ for text/plain.
+REPR_METHODS = ("_repr_mimebundle_", "_ipython_display_", "_repr_html_", "_repr_markdown_", "_repr_svg_",
+                "_repr_png_", "_repr_jpeg_", "_repr_latex_", "_repr_json_", "_repr_javascript_", "_repr_pdf_")
+
+
+def _display_data(e) -> dict[str, object]:
+    """What a notebook cell stores for ``e``: IPython's display formatter where IPython is installed, else
+    the same lookup by hand (each method of REPR_METHODS that exists, and the report as text/plain)."""
+    try:
+        from IPython.core.formatters import DisplayFormatter
+    except ImportError:
+        found = {name: getattr(e, name)() for name in REPR_METHODS if hasattr(e, name)}
+        assert "_repr_mimebundle_" not in found and "_ipython_display_" not in found
+        return {"text/plain": str(e), **{name: value for name, value in found.items() if value is not None}}
+    data, _ = DisplayFormatter().format(e)
+    return data
+
+
+@pytest.mark.parametrize("call", [lambda: rearr.explain("c b h -> b (c h)", (2, 5, 32)),
+                                  lambda: rearr.explain("b n[idx] -> b", (2, 5), idx=np.array([7, 1])),
+                                  lambda: rearr.explain("i j, j k -> i k", (2, 3), (3, 4), op="einsum")])
+def test_a_notebook_cell_holds_the_picture_once(call):
+    # It held the same picture twice, as text/html and as image/svg+xml.
+    e = call()
+    data = _display_data(e)
+    assert set(data) in ({"text/plain", "text/html"}, {"text/plain", "_repr_html_"}), set(data)
+    assert data["text/plain"] == str(e)
+    assert sum(str(v).count("<svg") for v in data.values()) <= 1
+    assert data.get("text/html", data.get("_repr_html_")) == e._repr_html_()
 
 
 def test_repr_pretty_prints_the_report():
