@@ -68,12 +68,14 @@ INDEXES_OTHER = False
 
 def load() -> None:
     """Bind jax (the registry calls this once, when the first jax array arrives)."""
-    global jax, jnp, lax, np, io_callback, TENSOR, _Tracer
+    global jax, jnp, lax, np, io_callback, TENSOR, _Tracer, _autodiff
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax import lax
     from jax.experimental import io_callback
+
+    from . import _jax_autodiff as _autodiff  # imports jax
 
     _aa.load()
     TENSOR = type(jnp.zeros(()))
@@ -272,8 +274,11 @@ def _combine(reduction: str, x, at: tuple, shape: tuple, count_at: tuple, count_
     acc = _accumulator(x.dtype)
     start = _numpy._identity(reduction, np.dtype(acc))  # where numpy's scatter starts, for the same values
     out = base.astype(acc) if base is not None else jnp.full(shape, start, acc)
-    op = _BOOL_AT.get(reduction, _AT[reduction]) if x.dtype == jnp.bool_ else _AT[reduction]
-    out = getattr(out.at[at], op)(x.astype(acc), mode="drop")
+    if reduction == "prod" and jnp.issubdtype(acc, jnp.inexact):  # jax's own has no derivative here
+        out = _autodiff.product_at(out, at, x.astype(acc))
+    else:
+        op = _BOOL_AT.get(reduction, _AT[reduction]) if x.dtype == jnp.bool_ else _AT[reduction]
+        out = getattr(out.at[at], op)(x.astype(acc), mode="drop")
     untouched_matter = base is None and (fill != 0 or reduction != "sum")
     counts = None
     if reduction == "mean" or untouched_matter:

@@ -228,7 +228,8 @@ def check_into(into: Any, x: Any, backend: Any) -> None:
     if backend_for(into) is not backend:
         raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
                          hint="convert one of them")
-    if into.dtype != x.dtype or getattr(into, "device", None) != getattr(x, "device", None):
+    devices = getattr(into, "device", None), getattr(x, "device", None)  # None: a jax tracer has no device
+    if into.dtype != x.dtype or None not in devices and devices[0] != devices[1]:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
                          f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
                          hint="convert one of them, so that the result's dtype is not a guess")

@@ -1,0 +1,56 @@
+"""The jax backend's own derivative rule: a product scatter's (imported by its load(), once jax is)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+@jax.custom_jvp
+def product_at(start: Any, at: tuple, values: Any) -> Any:
+    """``start.at[at].multiply(values, mode="drop")``, with a derivative. jax's scatter_mul has one only
+    under ``unique_indices=True``, which a scatter with duplicates cannot promise."""
+    return start.at[at].multiply(values, mode="drop")
+
+
+@product_at.defjvp
+def _product_at_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """d out[p] = d start[p] * P[p] + sum over the values v_i at p of dv_i * start[p] * O_i, where P[p]
+    is the product of the values at p and O_i the product of the others there. Linear in the tangents,
+    so jax transposes it for reverse mode. O_i is made of products only (no division, which a zero
+    breaks), and P is a product_at: the rule differentiates again, exactly, zeros included."""
+    start, at, values = primals
+    d_start, _, d_values = tangents
+    every = product_at(jnp.ones(start.shape, values.dtype), at, values)
+    d_sources = d_values * start.at[at].get(mode="fill", fill_value=0) * _others(start.shape, at, values)
+    d_out = d_start * every + jnp.zeros(start.shape, start.dtype).at[at].add(d_sources, mode="drop")
+    return product_at(start, at, values), d_out
+
+
+def _others(shape: tuple, at: tuple, values: Any) -> Any:
+    """For each value, the product of the other values that land on its place: the values sorted by
+    place, a product of those before it and one of those after it in its place's run."""
+    size = math.prod(shape)
+    places = jnp.arange(size).reshape(shape).at[at].get(mode="fill", fill_value=size)  # a dropped one: past the end
+    places = jnp.broadcast_to(places, values.shape).reshape(-1)
+    order = jnp.argsort(places, stable=True)
+    sorted_places, v = places[order], values.reshape(-1)[order]
+    new = sorted_places[1:] != sorted_places[:-1]
+    first = jnp.concatenate([jnp.ones((1,), bool), new])  # each value that begins a place's run
+    last = jnp.concatenate([new, jnp.ones((1,), bool)])
+    one = jnp.ones((1,), v.dtype)
+    before = jnp.where(first, 1, jnp.concatenate([one, _run_products(v, first)[:-1]]))
+    after = jnp.where(last, 1, jnp.concatenate([_run_products(v[::-1], last[::-1])[::-1][1:], one]))
+    return (before * after)[jnp.argsort(order)].reshape(values.shape)
+
+
+def _run_products(v: Any, first: Any) -> Any:
+    """The running product of v, started again at each position where ``first`` holds."""
+    def combine(a: tuple, b: tuple) -> tuple:
+        return jnp.where(b[1], b[0], a[0] * b[0]), a[1] | b[1]
+
+    return lax.associative_scan(combine, (v, first))[0]
