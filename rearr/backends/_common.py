@@ -75,6 +75,13 @@ def out_of_range(use: IndexUse, text: str, value: int, position: tuple[int, ...]
     )
 
 
+def refused_index(library: str, e: Exception, text: str) -> RearrError:
+    """A native call's refusal of an index value under check_bounds=False, which checked none."""
+    return RearrError(f"{library} refused an index: {e}", code="RA501", pattern=text,
+                      hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
+                      "to find the bad one")
+
+
 def duplicate_under_set(name: str, text: str) -> RearrError:
     return RearrError(
         f"index {name!r} writes the same position more than once under 'set'",

@@ -364,9 +364,20 @@ def gatheralong(step: GatherAlong):
         x = x.rechunk({dim: -1})  # an index may point anywhere along dim: the whole axis in each block
         idx = da.broadcast_to(da.asarray(index(env)), shape).rechunk(
             x.chunks[:dim] + ((shape[dim],),) + x.chunks[dim + 1:])  # the index in x's blocks
-        return da.map_blocks(np.take_along_axis, x, idx, axis=dim, dtype=x.dtype, chunks=idx.chunks)
+        return da.map_blocks(_take_along_block, x, idx, dim, env.text, dtype=x.dtype, chunks=idx.chunks)
 
     return run
+
+
+def _take_along_block(block: np.ndarray, idx: np.ndarray, dim: int, text: str) -> np.ndarray:
+    """np.take_along_axis on a block; numpy's refusal of a value that check_bounds=False let through is
+    RA501, as an eager call's (raised when the block is computed)."""
+    import numpy as np  # on a distributed worker load() has not run: see _check_block
+
+    try:
+        return np.take_along_axis(block, idx, axis=dim)
+    except IndexError as e:
+        raise _common.refused_index("dask", e, text) from None
 
 
 def code_gatheralong(step: GatherAlong, before, n: CodeNames) -> list[str]:

@@ -24,10 +24,11 @@ that work, and the pure callback with it) is the check kept by an effect, an
 the cast to the index dtype could wrap is checked the same way before the cast
 (convert_index), and the error names the value passed.
 
-With check_bounds=False a value out of range has jax's semantics, chosen here
-explicitly: a gather fills (``mode="fill"``: NaN, or the least value of a signed
-int), a scatter drops the update (``mode="drop"``); negative values count from
-the end, as in jax's own indexing.
+With check_bounds=False nothing is checked: the promise of every backend
+(docs/language.md, "Index values"). The gathers fill (``mode="fill"``) and the
+scatters drop (``mode="drop"``) what lies outside the positions they index, so a
+broken promise reads and writes nothing outside the arrays; where a plan indexes
+flat rows, a value beyond its axis is a position of the next row.
 """
 
 from __future__ import annotations

@@ -415,7 +415,7 @@ def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
     else:
         ufunc.at(target, pos, values)
     untouched_matter = base is None and (fill != 0 or reduction != "sum")
-    counts = np.bincount(flat, minlength=rows) if (reduction == "mean" or untouched_matter) else None
+    counts = _counts(flat, rows) if (reduction == "mean" or untouched_matter) else None
     if acc != x.dtype:
         out = out.astype(x.dtype)  # rounded once, at the end
     if reduction == "mean":
@@ -425,6 +425,19 @@ def _combine_rows(reduction: str, x: np.ndarray, flat: np.ndarray, rows: int, ba
     if untouched_matter:
         out[counts == 0] = fill
     return out
+
+
+def _counts(flat: np.ndarray, rows: int) -> np.ndarray:
+    """How many of the flat rows land on each of ``rows`` rows. Under check_bounds=False a row may be
+    out of range (ufunc.at before this refuses it, unless its element position wrapped around int64):
+    bincount's refusal (negative), failed allocation (huge) or longer result is that index's fault."""
+    try:
+        counts = np.bincount(flat, minlength=rows)
+    except (ValueError, MemoryError):
+        counts = None
+    if counts is None or counts.shape[0] != rows:
+        raise IndexError(f"a row index is out of range for {rows} rows")
+    return counts
 
 
 def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: CodeNames) -> list[str]:

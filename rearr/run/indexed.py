@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..backends import backend_for
+from ..backends._common import refused_index
 from ..backends.contract import IndexEnv
 from ..errors import RearrError
 from ..planning import planner
@@ -70,9 +71,7 @@ def unchecked_run(program: Callable, x: Any, env: IndexEnv, backend: Any) -> Any
     except (IndexError, RuntimeError, ValueError) as e:
         if not index_fault(e):
             raise
-        raise RearrError(f"{backend.name} refused an index: {e}", code="RA501", pattern=env.text,
-                         hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
-                         "to find the bad one") from None
+        raise refused_index(backend.name, e, env.text) from None
 
 
 def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any],
