@@ -17,6 +17,15 @@ def masked(x: object) -> bool:
     return ma is not None and isinstance(x, ma.MaskedArray)
 
 
+def native_order(value: object) -> object:
+    """value, or a numpy array of another byte order (read from a file: HDF5, netCDF, np.fromfile) in
+    the machine's own, which torch.as_tensor requires."""
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray) and not value.dtype.isnative:
+        return value.astype(value.dtype.newbyteorder("="))
+    return value
+
+
 def masked_input(what: str) -> RearrError:
     # numpy's own functions honour a mask in some calls (x.sum) and drop it in others (np.add.at,
     # np.asarray): rather than a result that depends on which one a plan uses, refuse it.

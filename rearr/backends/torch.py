@@ -330,7 +330,7 @@ def convert_index(value: object, like: torch.Tensor, name: str, text: str, mode:
     if _common.masked(value):  # torch.as_tensor would drop the mask
         raise _common.masked_index(name, text)
     try:
-        t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+        t = value if isinstance(value, torch.Tensor) else torch.as_tensor(_common.native_order(value))
     except (TypeError, ValueError, RuntimeError):
         raise _common.not_an_index(name, value, text) from None
     if t.dtype not in _INT_DTYPES:
