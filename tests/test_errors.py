@@ -202,3 +202,70 @@ def test_an_index_length_conflict_is_fixed_by_its_own_hint(op, pattern, shape, r
         reference.assert_matches(call(dropped), expected)  # the other fix: drop the keyword
     expected = reference.reference(op, x, pattern, *([reduction] if reduction else []), **fixed)
     reference.assert_matches(call(fixed), expected)
+
+
+# --- a length keyword's message says what the value is, and its fix works when applied ---------------
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("pattern, shape, extra", [
+    ("b (h w) -> b h w", (2, 12), {}),  # a plain call
+    ("b n[idx: k] (h w) -> b k h w", (2, 3, 12), {"idx": [0, 2]}),  # an indexed one: the careful path
+    ("k (h w) -> n[idx: k] h w", (2, 12), {"idx": [0, 2], "n": 3}),  # a scatter
+])
+@pytest.mark.parametrize("value, said, fixed", [
+    (np.array([3]), "is an array of shape (1,), not one integer", 3),
+    (np.array([[3]]), "is an array of shape (1, 1), not one integer", 3),
+    (2.0, "is a float, not an integer", 2),
+    (np.float32(3.0), "is a float32, not an integer", 3),
+    (True, "is a bool, not a length", 1),
+    (np.True_, "is a bool, not a length", 1),
+    (-3, "is negative", None),
+    (2**70, "2**70 is larger than int64 counts (2**63 - 1)", None),
+    (3**50, "7.179e+23 is larger than int64 counts", None),
+])
+def test_a_bad_length_says_what_it_is_and_the_fix_works(lib, pattern, shape, extra, value, said, fixed):
+    x = to_backend(np.arange(float(np.prod(shape))).reshape(shape), lib)
+    kw = {k: to_backend(np.array(v), lib) if isinstance(v, list) else v for k, v in extra.items()}
+    op = rearr.scatter if "-> n[" in pattern else rearr.rearrange
+    args = (x, pattern, "sum") if op is rearr.scatter else (x, pattern)
+    if lib == "torch" and isinstance(value, np.ndarray):
+        value = torch.as_tensor(value)
+    with pytest.raises(rearr.RearrError) as info:
+        op(*args, h=value, **kw)
+    assert info.value.code == "RA305"
+    assert said in info.value.message and str(3**50) not in str(info.value)
+    if fixed is not None:
+        assert info.value.hint.endswith(f"h={fixed}")
+        op(*args, h=fixed, **kw)  # the fix, applied
+
+
+@pytest.mark.parametrize("call, kwargs, hint", [
+    ("b h w -> b (h w)", {"hw": 12}, "remove hw=: the input's shape gives 'h' its length"),
+    ("b (h w) c -> b h w c", {"hw": 2}, "rename hw= to h="),
+    ("b (h w) c -> b h w c", {"hw": 2, "h": 2}, "rename hw= to w="),
+    ("b (h w) c -> b h w c", {"hh": 2, "h": 2}, "remove hh=: h= is given already"),
+])
+def test_a_misspelt_length_keyword_gets_a_fix_that_works(call, kwargs, hint):
+    x = np.zeros((2, 4, 3))
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(x, call, **kwargs)
+    assert info.value.code == "RA300" and info.value.hint.startswith(hint)
+    misspelt = next(k for k in kwargs if k in hint.split("=")[0])
+    fixed = dict(kwargs)
+    value = fixed.pop(misspelt)
+    if hint.startswith("rename"):
+        fixed[hint.split(" to ")[1].split("=")[0]] = value
+    rearr.rearrange(x, call, **fixed)  # the fix, applied
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["bool", "float32", "int64"])
+def test_a_bool_fill_is_a_number_whether_true_or_np_true(lib, dtype):
+    src = to_backend(np.array([1, 0, 1]).astype(dtype), lib)
+    idx = to_backend(np.array([0, 1, 1]), lib)
+    got = [rearr.asnumpy(rearr.scatter(src, "k -> n[idx]", "max", idx=idx, n=3, fill=f))
+           for f in (True, np.True_, 1)]
+    for g in got:
+        np.testing.assert_array_equal(g, got[2])
+    assert got[0][2] == 1

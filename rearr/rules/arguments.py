@@ -38,8 +38,9 @@ def reduction_error(op: str, reduction: object, text: str | None) -> RearrError 
 
 def fill_value(fill: object, text: str | None) -> object:
     """scatter's fill=: a number, the value of a 0-d tensor or array, or torch.compile's symbolic number
-    as it is. Anything else is the RearrError."""
-    if isinstance(fill, numbers.Number) and not isinstance(fill, bool) or symbolic_number(fill):
+    as it is. Anything else is the RearrError. A bool is a number, as numpy and torch read it (True is
+    1), whether it comes as True or as np.True_: a bool result's natural fill."""
+    if isinstance(fill, numbers.Number) or symbolic_number(fill):
         return fill
     item = getattr(fill, "item", None) if getattr(fill, "shape", None) == () else None
     if item is None:

@@ -6,6 +6,7 @@ reports): `validate` returns the RearrError instead of raising it.
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from collections import Counter
@@ -194,17 +195,52 @@ def einsum_operand_count(recipe: Recipe, tensors: int) -> RearrError | None:
 
 
 def check_length_value(recipe: Recipe, name: str, value: object) -> int:
-    """The int a length keyword stands for (the cache key is always that int), or RA305."""
+    """The int a length keyword stands for (the cache key is always that int), or RA305 saying why not."""
     number = value if isinstance(value, numbers.Integral) else _zero_d_integer(value)
-    if not isinstance(value, bool) and number is not None and int(number) > INT64_MAX:
-        raise _err(recipe.text, "RA305", f"length {name}={_large(int(number))} is larger than int64 counts "
-                   "(2**63 - 1)", recipe.col(name), f"pass a length below 2**63, e.g. {name}=4")
-    if isinstance(value, bool) or number is None or int(number) < 0:
-        raise _err(
-            recipe.text, "RA305", f"length {name}={value!r} is not a non-negative integer",
-            recipe.col(name), f"pass an int, e.g. {name}=4",
-        )
-    return int(number)
+    if not isinstance(value, bool) and number is not None and 0 <= int(number) <= INT64_MAX:
+        return int(number)
+    what, fix = _not_a_length(name, value, number)
+    raise _err(recipe.text, "RA305", f"length {name}={_shown(value)} {what}", recipe.col(name), fix)
+
+
+def _not_a_length(name: str, value: object, number: object) -> tuple[str, str]:
+    """What a length keyword's value is instead of a length, and the keyword as it should be passed."""
+    if isinstance(value, bool) or "bool" in str(getattr(value, "dtype", "")) and not _sized(value):
+        return "is a bool, not a length", f"pass an int: {name}={int(bool(value))}"
+    if number is not None:
+        if int(number) < 0:
+            return "is negative", "pass a length of 0 or more"
+        return "is larger than int64 counts (2**63 - 1)", f"pass a length below 2**63, e.g. {name}=4"
+    shape = getattr(value, "shape", None)
+    if shape is not None and _sized(value):  # an array or tensor of one or more axes
+        one = _one_integer(value)
+        fix = f"pass the int it holds: {name}={one}" if one is not None else f"pass an int, e.g. {name}=4"
+        return f"is an array of shape {tuple(shape)}, not one integer", fix
+    if isinstance(value, numbers.Real) and float(value).is_integer():  # 2.0, np.float32(2.0)
+        return f"is a {type(value).__name__}, not an integer", f"pass {name}={int(value)}"
+    return f"is a {type(value).__name__}, not an integer", f"pass an int, e.g. {name}=4"
+
+
+def _sized(value: object) -> bool:
+    shape = getattr(value, "shape", None)
+    return shape is not None and len(shape) > 0
+
+
+def _one_integer(value: object) -> int | None:
+    """The integer a one-element integer array or tensor holds (np.array([3])), else None."""
+    try:
+        if math.prod(value.shape) == 1 and "int" in str(value.dtype):  # type: ignore[attr-defined]
+            return int(value.reshape(()).item())  # type: ignore[attr-defined]
+    except (TypeError, ValueError, AttributeError, RuntimeError):
+        pass
+    return None
+
+
+def _shown(value: object) -> str:
+    """value as a message writes it: a huge integer short (_large), a negative one with its sign."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) > INT64_MAX:
+        return ("-" if int(value) < 0 else "") + _large(abs(int(value)))
+    return repr(value)
 
 
 def _large(n: int) -> str:
@@ -499,7 +535,7 @@ def _check_keywords(s: _Sides, length_names: tuple[str, ...]) -> None:
             raise _err(s.text, "RA300", f"keyword {name}= names no axis or index of the pattern, and index "
                        f"{missing[0].name!r} was not passed", missing[0].col,
                        f"if {name}= is the index, rename it to {wanted}")
-        raise _unused_keyword(s.text, name, known, length_names)
+        raise _unused_keyword(s.text, name, known, length_names, (s.ins,))
 
 
 def _check_inferable(text: str, dims: Sequence[Dim], known: set[str]) -> None:
@@ -522,12 +558,23 @@ def two_unknowns(text: str, unknown: Sequence[str], col: int | None, where: str 
                 f"pass the length of all but one axis of the group, e.g. {example or unknown[0] + '=...'}")
 
 
-def _unused_keyword(text: str, name: str, known: set[str], given: tuple[str, ...]) -> RearrError:
-    """RA300 for a length keyword that names no axis: the axis it most likely misspells, if one is close."""
+def _unused_keyword(text: str, name: str, known: set[str], given: tuple[str, ...],
+                    inputs: Sequence[Sequence[Dim]] = ()) -> RearrError:
+    """RA300 for a length keyword that names no axis: the axis it most likely misspells, where renaming
+    it can help; an axis that is a whole input dimension has its length from the input (``inputs``: the
+    input operands' dims), and one already given has it from its own keyword."""
     axes = sorted(known - {ELLIPSIS})
-    guess = nearest(name, [a for a in axes if a not in given]) or nearest(name, axes)
-    hint = (f"rename {name}= to {guess}= (the axes are {', '.join(axes)})" if guess else
-            f"remove {name}=, or check its spelling (axes: {', '.join(axes)})")
+    fixed = {d.names[0] for dims in inputs for d in dims if len(d.names) == 1}
+    guess = nearest(name, [a for a in axes if a not in given and a not in fixed])
+    near = guess or nearest(name, axes)
+    if guess:
+        hint = f"rename {name}= to {guess}= (the axes are {', '.join(axes)})"
+    elif near in given:
+        hint = f"remove {name}=: {near}= is given already"
+    elif near:
+        hint = f"remove {name}=: the input's shape gives {near!r} its length"
+    else:
+        hint = f"remove {name}=, or check its spelling (axes: {', '.join(axes)})"
     return _err(text, "RA300", f"length keyword {name}= names no axis of the pattern", None, hint)
 
 
@@ -714,7 +761,7 @@ def _einsum_words(pattern: ir.Pattern, length_names: tuple[str, ...]) -> Recipe:
     known = ins | set(_axis_names(sides[-1]))
     for name in length_names:
         if name not in known or name == ELLIPSIS:
-            raise _unused_keyword(text, name, known, length_names)
+            raise _unused_keyword(text, name, known, length_names, sides[:-1])
     _check_inferable(text, [d for dims in sides[:-1] for d in dims], set(length_names))
     return Recipe("einsum", text, None, tuple(sides[:-1]), (sides[-1],), (), cols=tuple(cols.items()))
 

@@ -123,6 +123,8 @@ def compile_indexed(
     without its dtype check (for DIRECT, whose key holds a dtype that passed it)."""
     names = cache.index_names(text)
     lengths = tuple((n, v) for n, v in keywords if n not in names)
+    if any(isinstance(v, tuple) for _, v in lengths):  # a tensor passed as a length, keyed by its shape:
+        raise TypeError  # program_of's slower loop says what it is, by its value
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
     r = analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
     p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
