@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Callable
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax import saxutils
 
 from .._record import Record
 from ..errors import RearrError
@@ -235,6 +235,26 @@ def _grid(shape: tuple[int, ...]) -> tuple[int, int, int]:
     if len(shape) <= 1:
         return 1, (shape[0] if shape else 1), 1
     return shape[-2], shape[-1], math.prod(shape[:-2])
+
+
+# The characters XML 1.0 holds; no other may appear in a document, not even as a reference (&#1;).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _holdable(s: str) -> str:
+    """s with each character XML cannot hold (a control character, a lone surrogate, U+FFFE) written
+    as Python writes it in a string (\\x01, \\ud800): a callable's __name__ may hold anything."""
+    return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], s)
+
+
+def escape(s: str) -> str:
+    """s as XML character data."""
+    return saxutils.escape(_holdable(s))
+
+
+def quoteattr(s: str) -> str:
+    """s as a quoted XML attribute value."""
+    return saxutils.quoteattr(_holdable(s))
 
 
 class _Svg:

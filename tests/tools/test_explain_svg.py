@@ -428,3 +428,20 @@ def test_the_picture_renders_in_headless_chromium(tmp_path):
     # The text is drawn: dark pixels, in the heading's band and in the cells.
     dark = sum(n for p, n in counts.items() if max(p) < 100)
     assert dark > 500
+
+
+@pytest.mark.parametrize("name", ["\x00", "\x01", "\x1b[31mred", "tab\tand\nnewline", "\x0c", "\x7f\x85",
+                                  "\ud800", "\ufffe", "<&>\"'", "\U0001f600"])
+def test_a_callable_with_any_name_gives_well_formed_xml(name: str):
+    """XML 1.0 holds no control character but tab, newline and carriage return, not even as a
+    character reference: such a character is drawn as Python writes it in a string."""
+    def reduction(x, axes):
+        return x.sum(axis=axes)
+
+    reduction.__name__ = name
+    svg = rearr.explain("a b -> a", (2, 3), op="reduce", reduction=reduction).to_svg()
+    root = ET.fromstring(svg)  # expat: a character XML cannot hold is a ParseError
+    drawn = " ".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
+    shown = "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c > "\uffff"
+                    else repr(c)[1:-1] for c in name)
+    assert f"({shown})" in drawn
