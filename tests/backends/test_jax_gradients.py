@@ -30,6 +30,7 @@ def results() -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # one subprocess for every case: about a minute
 @pytest.mark.parametrize("case", CASES)
 def test_jax_derivative_of_a_scatter_equals_differences_and_torch(results: dict, case: str) -> None:
     assert results[case] is None, results[case]

@@ -65,10 +65,10 @@ def _call_or_refusal(back, f, *args, **kwargs):
         return None
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", SIZES.values(), ids=SIZES)
 @pytest.mark.parametrize("lib", ["numpy", "torch", "jax", "dask", "array_api_strict"])
 def test_an_unchecked_gather_is_the_checked_one_but_where_it_reads_a_bad_value(lib, size, lowering):
-    b, n, k, c = SIZES[size]
+    b, n, k, c = size
     to, back = _lib(lib)
     x = np.arange(b * n * c, dtype=np.float32).reshape(b, n, c) + 1
     idx = _index(b, n, k, unique=False)
@@ -91,10 +91,10 @@ def test_an_unchecked_gather_is_the_checked_one_but_where_it_reads_a_bad_value(l
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", SIZES.values(), ids=SIZES)
 @pytest.mark.parametrize("lib", ["numpy", "torch", "jax"])
 def test_an_unchecked_scatter_lands_a_bad_update_on_one_place_or_none(lib, size, reduction, lowering):
-    b, n, k, c = SIZES[size]
+    b, n, k, c = size
     to, back = _lib(lib)
     unique = reduction == "set"
     src = (np.random.default_rng(1).integers(1, 4, (b, k, c))).astype(np.float32)
