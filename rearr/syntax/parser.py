@@ -138,16 +138,17 @@ def tables() -> driver.Tables:
         text = shipped.GRAMMAR
     if text == shipped.GRAMMAR:
         return driver.Tables(shipped.TERMINALS, shipped.IGNORE, shipped.RULES, shipped.ACTIONS, shipped.GOTOS)
-    print("rearr: rearr/syntax/_tables.py was made from another grammar.lark; making the tables in memory "
-          "(run `python -m rearr.syntax._lalr` to write them)", file=sys.stderr)
     from . import _lalr
 
     try:
-        return _lalr.analyse(text)
+        made = _lalr.analyse(text)
     except ImportError:
         raise RearrError("grammar.lark was edited after rearr/syntax/_tables.py was written, and lark is not "
                          "installed to make the tables from it", code="RA100",
                          hint="pip install lark, then run python -m rearr.syntax._lalr") from None
+    print("rearr: rearr/syntax/_tables.py was made from another grammar.lark; the tables were made in memory "
+          "(run `python -m rearr.syntax._lalr` to write them)", file=sys.stderr)
+    return made
 
 
 def _syntax_error(text: str, tok: Token) -> RearrError:

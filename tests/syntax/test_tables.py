@@ -134,12 +134,15 @@ def test_an_edited_grammar_is_analysed_in_memory_with_a_note(tmp_path, monkeypat
     assert capsys.readouterr().err.count("python -m rearr.syntax._lalr") == 1
 
 
-def test_an_edited_grammar_without_lark_is_a_rearr_error(tmp_path, monkeypatch):
+def test_an_edited_grammar_without_lark_is_a_rearr_error(tmp_path, monkeypatch, capsys):
+    """Each new pattern says so (nothing is cached while it fails), and stderr stays quiet."""
     monkeypatch.setattr(parser, "GRAMMAR", str(_edited_grammar(tmp_path / "grammar.lark")))
     monkeypatch.setitem(sys.modules, "lark", None)  # `import lark` raises ImportError
-    with pytest.raises(RearrError, match="lark is not installed") as info:
-        parser.tables()
-    assert info.value.code == "RA100" and "python -m rearr.syntax._lalr" in info.value.hint
+    for _ in range(2):
+        with pytest.raises(RearrError, match="lark is not installed") as info:
+            parser.tables()
+        assert info.value.code == "RA100" and "python -m rearr.syntax._lalr" in info.value.hint
+    assert capsys.readouterr().err == ""
 
 
 def _stale_checkout(tmp_path: Path) -> Path:
