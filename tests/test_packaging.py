@@ -155,20 +155,22 @@ def github_anchors(path: Path) -> set[str]:
     return {re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-") for title in titles}
 
 
-def test_readme_links_work_in_a_checkout():
-    """README.md is read in a checkout and in a repository browser: a link into the repository is a
-    path relative to it, which works in both (the project's URL, in pyproject's project.urls, is not
-    published yet). Each leads to a file that exists, and an anchor to one of its headings."""
-    readme = ROOT / "README.md"
-    links = README_LINK.findall(readme.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("page", ["README.md", "CONTRIBUTING.md"])
+def test_readme_links_work_in_a_checkout(page: str):
+    """README.md (and CONTRIBUTING.md) are read in a checkout and in a repository browser: a link into
+    the repository is a path relative to it, which works in both (the project's URL, in pyproject's
+    project.urls, is not published yet). Each leads to a file that exists, and an anchor to one of its
+    headings."""
+    source = ROOT / page
+    links = README_LINK.findall(source.read_text(encoding="utf-8"))
     assert links
     for link in links:
         assert not re.match(r"[a-z][a-z0-9+.-]*:", link), f"{link}: link a file of the repository by its path"
         path, _, anchor = link.partition("#")
-        target = ROOT / path if path else readme
+        target = ROOT / path if path else source
         assert target.exists() and target.resolve().is_relative_to(ROOT), link
         if anchor:
-            assert anchor in github_anchors(target), f"{link}: {path or 'README.md'} has no heading #{anchor}"
+            assert anchor in github_anchors(target), f"{link}: {path or page} has no heading #{anchor}"
 
 
 def test_the_license_is_stated_once_in_every_place():
