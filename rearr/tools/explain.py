@@ -104,18 +104,23 @@ class Explanation(Record):
             lines += [f"  {row}".rstrip() for row in str(self.layout).splitlines()]
         return "\n".join(lines)
 
-    def to_svg(self, max_rows: int | None = None, max_cols: int | None = None) -> str:
+    def to_svg(self, max_rows: int | None = None, max_cols: int | None = None,
+               compare: dict[str, Any] | None = None) -> str:
         """The picture: the input, its index tensors and the result as grids of labelled elements.
 
         rearr runs on ``arange`` input (with the index tensors passed to explain, or
         example ones), so each result cell shows the flat position of the element it
         holds, in that element's colour; gathers and scatters show which elements
         each cell reads or combines. Axes longer than ``max_rows`` / ``max_cols`` are
-        elided (by default picture.MAX_ROWS and MAX_COLS), and the caption says what it left out.
+        elided (by default picture.MAX_ROWS and MAX_COLS), keeping every group seam and
+        index boundary, and the caption says what it left out. ``compare``: other code's
+        results on the same input, ``np.arange(n).reshape(shape)`` (name -> array), drawn
+        under the result, each cell that holds another element than the result's in a red frame.
         """
         from . import picture  # it imports xml.sax.saxutils, which imports urllib: only when drawing
 
-        return picture.svg(self, _show_axis, max_rows or picture.MAX_ROWS, max_cols or picture.MAX_COLS)
+        return picture.svg(self, _show_axis, max_rows or picture.MAX_ROWS, max_cols or picture.MAX_COLS,
+                           tuple((compare or {}).items()))
 
     # A notebook shows the report and the picture as one HTML output, and keeps nothing else but the
     # plain-text report: an image/svg+xml output as well would store the same picture twice.

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import reference
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import rearr
 from rearr.tools import picture
@@ -71,10 +73,12 @@ def _text(g: ET.Element) -> str:
 
 
 def _all_or_elided(cells: dict, shape: tuple[int, ...]) -> None:
-    """A small tensor shows every element; a larger one some of them, its first and its last among them."""
+    """A small tensor shows every element; a larger one some of them (all, where its seams take every
+    position), its first and its last among them."""
     every = set(np.ndindex(*shape))
-    small = max(shape[-2:], default=0) <= min(picture.MAX_ROWS, picture.MAX_COLS)
-    assert set(cells) == every if small else set(cells) < every
+    small = max(shape[-2:], default=0) <= min(picture.MAX_ROWS, picture.MAX_COLS) and math.prod(shape[:-2]) <= \
+        picture.MAX_PANELS
+    assert set(cells) == every if small else set(cells) <= every
     assert tuple(n - 1 for n in shape) in cells and (0,) * len(shape) in cells
 
 
@@ -100,7 +104,11 @@ def _expected(e, kwargs: dict) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("pattern, shape, kwargs", CASES, ids=[c[0] + f" {c[2].get('op', '')}" for c in CASES])
 def test_every_label_agrees_with_the_reference(pattern, shape, kwargs):
     e = _explain(pattern, shape, kwargs)
-    svg = e.to_svg()
+    _check_labels(e, kwargs, e.to_svg())
+
+
+def _check_labels(e, kwargs: dict, svg: str) -> None:
+    """Every drawn cell of the input, the index tensors and the result says what the reference computes."""
     cells = _cells(svg)
     # The input: every element, labelled with its own flat position.
     _all_or_elided(cells[e.input_name], e.shape)
@@ -109,7 +117,7 @@ def test_every_label_agrees_with_the_reference(pattern, shape, kwargs):
         assert _text(g) == g.get("data-sources") == str(flat)
     # The index tensors, with the values the picture ran with.
     for name, value in _call_indices(e, kwargs).items():
-        assert set(cells[name]) == set(np.ndindex(*value.shape))
+        _all_or_elided(cells[name], value.shape)
         for ix, g in cells[name].items():
             assert int(g.get("data-value")) == int(_text(g)) == value[ix]
     # The result: each cell's sources, as the reference computes them.
@@ -183,7 +191,7 @@ def test_a_set_scatter_that_the_index_makes_meet_says_the_call_raises():
 def test_large_shapes_are_elided_and_the_caption_says_what_it_left_out():
     e = rearr.explain("a b -> b a", (64, 100))
     cells = _cells(e.to_svg())
-    rows, cols = picture._shown(64, picture.MAX_ROWS), picture._shown(100, picture.MAX_COLS)
+    rows, cols = picture._axis(64, picture.MAX_ROWS).shown, picture._axis(100, picture.MAX_COLS).shown
     assert {ix for ix in cells["x"]} == {(r, c) for r in rows if r is not None for c in cols if c is not None}
     assert (63, 99) in cells["x"] and (0, 0) in cells["x"] and (20, 20) not in cells["x"]
     svg = e.to_svg()
@@ -198,6 +206,239 @@ def test_to_svg_takes_how_many_rows_and_columns_to_show():
     assert "x: showing 3 of 6 rows (0 and 4-5), 3 of 7 columns (0 and 5-6)" in svg
     assert set(_cells(svg)["x"]) == {(r, c) for r in (0, 4, 5) for c in (0, 5, 6)}
 
+
+# --- elision keeps every group seam and every index boundary ------------------------------------
+
+
+def _lines(svg: str) -> list[ET.Element]:
+    return [g for g in ET.fromstring(svg).iter(f"{SVG}line") if g.get("class") == "seam"]
+
+
+def test_the_seam_where_channel_1_starts_is_drawn():
+    # Elided to columns 0-12 and 62-63, the picture hid the point: column 32, where c = 1 starts.
+    e = rearr.explain("c b h -> b (c h)", (2, 5, 32))
+    svg = e.to_svg()
+    out = _cells(svg)["out"]
+    assert {31, 32} <= {j for _, j in out} and {0, 62, 63} <= {j for _, j in out}
+    assert "out: showing 15 of 64 columns (0-5, 31-37 and 62-63)" in svg
+    left = out[0, 31].find(f"{SVG}rect")
+    x = float(left.get("x")) + float(left.get("width"))
+    assert float(out[0, 32].find(f"{SVG}rect").get("x")) == pytest.approx(x)  # 31 and 32 side by side
+    (line,) = _lines(svg)  # the seam between them
+    assert float(line.get("x1")) == float(line.get("x2")) == pytest.approx(x)
+    texts = [t.text for t in ET.fromstring(svg).iter(f"{SVG}text")]
+    assert "c=0" in texts and "c=1" in texts
+    _check_labels(e, {}, svg)
+
+
+def test_a_row_seam_and_nested_groups_are_drawn():
+    svg = rearr.explain("c b h -> (c h) b", (2, 5, 32)).to_svg()
+    assert {31, 32} <= {i for i, _ in _cells(svg)["out"]}
+    assert "out: showing 11 of 64 rows (0-3, 31-35 and 62-63)" in svg
+    svg = rearr.explain("a b c -> (a b c)", (2, 3, 10)).to_svg()
+    # a changes at 30 (the thick line), b at 10, 20, 40 and 50 (thin ones)
+    assert {j for (j,) in _cells(svg)["out"]} >= {9, 10, 19, 20, 29, 30, 39, 40, 49, 50, 59}
+    assert sorted(float(g.get("stroke-width")) for g in _lines(svg)) == [1, 1, 1, 1, 2.5]
+
+
+def test_more_seams_than_fit_keep_the_first_and_last_and_say_so():
+    svg = rearr.explain("a b -> (a b)", (40, 2)).to_svg()
+    drawn = {j for (j,) in _cells(svg)["out"]}
+    assert drawn == {*range(29), *range(75, 80)}  # the first 14 seams and the last 2, each with its two cells
+    assert "out: showing 34 of 80 columns (0-28 and 75-79; 16 of 39 seams where a changes)" in svg
+
+
+def test_index_boundaries_are_kept_in_the_index_and_the_result():
+    # Sorted segments: the points where the index changes are the point of the picture.
+    dst = np.repeat(np.arange(4), 10)
+    e = rearr.explain("e c -> v[dst: e] c", (40, 3), op="scatter", reduction="sum", v=6, dst=dst)
+    svg = e.to_svg()
+    cells = _cells(svg)
+    for name in ("x", "dst"):
+        drawn = {ix[0] for ix in cells[name]}
+        assert {9, 10, 19, 20, 29, 30} <= drawn, (name, sorted(drawn))
+    _check_labels(e, {"dst": dst}, svg)
+    idx = np.array([[0] * 20 + [1] * 20, [5] * 10 + [7] * 30])
+    e = rearr.explain("b n[idx: b k] -> b k", (2, 50), idx=idx)
+    svg = e.to_svg()
+    cells = _cells(svg)
+    for name in ("idx", "out"):
+        assert {9, 10, 19, 20} <= {j for _, j in cells[name]}, name
+    # along the indexed axis, where how often an element is read changes: n = 2, 5, 6, 7, 8
+    assert {1, 2, 4, 5, 6, 7, 8} <= {j for _, j in cells["x"]}
+    _check_labels(e, {"idx": idx}, svg)
+
+
+# Random patterns for the elision: a few axes of lengths that often exceed what a panel shows, in random
+# groups on both sides, '...' now and then (alone, or inside an output group); a reduce drops axes, a
+# repeat adds one.
+ELIDED_LENGTHS = (1, 2, 3, 5, 7, 13, 20)
+
+
+@st.composite
+def _elided_cases(draw) -> tuple[str, tuple[int, ...], dict]:
+    op = draw(st.sampled_from(["rearrange", "rearrange", "reduce", "repeat"]))
+    names = draw(st.permutations("abcdh"))[: draw(st.integers(2, 4))]
+    length = {a: draw(st.sampled_from(ELIDED_LENGTHS)) for a in names}
+    ellipsis = [a for a in names[:draw(st.integers(0, 2))]]  # the axes '...' stands for, in input order
+
+    def cut(order: list[str]) -> list[list[str]]:
+        dims: list[list[str]] = []
+        for a in order:
+            if dims and len(dims[-1]) < 3 and draw(st.booleans()):
+                dims[-1].append(a)
+            else:
+                dims.append([a])
+        return dims
+
+    rest = [a for a in names if a not in ellipsis]
+    in_dims = [[a] for a in ellipsis] + cut(draw(st.permutations(rest)))
+    kept = [a for a in names if a in ellipsis or op != "reduce" or draw(st.booleans())]
+    new = ["k"] if op == "repeat" else []
+    length.update({a: draw(st.sampled_from(ELIDED_LENGTHS[1:])) for a in new})
+    out_dims = cut(draw(st.permutations(kept + new)))
+    if ellipsis:  # '...' keeps its axes together and in order: put them into one output dim
+        out_dims = [[a for a in d if a not in ellipsis] for d in out_dims]
+        out_dims = [d for d in out_dims if d]
+        k = draw(st.integers(0, len(out_dims)))
+        group = draw(st.booleans()) or len(ellipsis) > 1
+        out_dims.insert(k, ["..."] if not group else ["...", *([] if not out_dims or k == len(out_dims)
+                                                          else out_dims.pop(k))])
+    text = lambda dims: " ".join(d[0] if len(d) == 1 else f"({' '.join(d)})" for d in dims)  # noqa: E731
+    ins = text([["..."]] + [d for d in in_dims[len(ellipsis):]] if ellipsis else in_dims)
+    pattern = f"{ins} -> {text(out_dims)}"
+    shape = tuple(math.prod(length[a] for a in d) for d in in_dims)
+    keywords = {a: length[a] for d in in_dims if len(d) > 1 for a in d} | {a: length[a] for a in new}
+    keywords |= {"op": op, "reduction": "sum"} if op == "reduce" else {"op": op}
+    assume(math.prod(shape) <= 1500 and math.prod(length[a] for a in names + new) <= 3000)
+    return pattern, shape, keywords
+
+
+def _seams(sizes: list[list[int]]) -> set[int]:
+    """Where, along a drawn axis over dims of these elementary lengths (row-major), the outer axis of a
+    merged dim (its first of length > 1, the dim having two) changes: by enumeration."""
+    flat = [n for d in sizes for n in d]
+    outer = []
+    start = 0
+    for d in sizes:
+        big = [start + k for k, n in enumerate(d) if n > 1]
+        if len(big) > 1:
+            outer.append(big[0])
+        start += len(d)
+    coords = [np.unravel_index(p, flat) if flat else () for p in range(math.prod(flat))]
+    return {p for p in range(1, len(coords)) if any(coords[p][k] != coords[p - 1][k] for k in outer)}
+
+
+def _drawn_positions(cells: dict, shape: tuple[int, ...]) -> list[set[int]]:
+    """The positions drawn along each drawn axis: the columns, the rows, and the panels (row-major)."""
+    rank = len(shape)
+    cols = {ix[-1] for ix in cells} if rank >= 1 else set()
+    rows = {ix[-2] for ix in cells} if rank >= 2 else set()
+    panels = {int(np.ravel_multi_index(ix[:-2], shape[:-2])) for ix in cells} if rank >= 3 else set()
+    return [cols, rows, panels]
+
+
+def _dims_sizes(e, side: str) -> list[list[int]]:
+    """The lengths of the elementary axes of each dim of the input ('in') or the result."""
+    named = {n: v for n, v, _ in e.plan.lengths}
+    return [[named[a] for a in d] for d in (e.plan.in_dims if side == "in" else e.plan.out_dims)]
+
+
+@given(_elided_cases())
+def test_random_elided_pictures_keep_every_seam_and_agree_with_the_reference(case):
+    pattern, shape, keywords = case
+    e = rearr.explain(pattern, shape, **keywords)
+    svg = e.to_svg()
+    cells = _cells(svg)
+    limits = [picture.MAX_COLS, picture.MAX_ROWS, picture.MAX_PANELS]
+    for name, side, tensor_shape in (("x", "in", e.shape), ("out", "out", e.out_shape)):
+        sizes = _dims_sizes(e, side)
+        split = [sizes[-1:], sizes[-2:-1], sizes[:-2]]
+        for drawn, dims, limit in zip(_drawn_positions(cells[name], tensor_shape), split, limits):
+            seams = _seams(dims)
+            if len(seams) <= limit:
+                assert {q for p in seams for q in (p - 1, p)} <= drawn, (name, pattern, shape, sorted(seams))
+    _check_labels(e, {}, svg)
+
+
+# Gathers and scatters whose indices are sorted segments (few boundaries) or random (many), on lengths
+# that elide: every index boundary is kept wherever its axis is drawn.
+INDEXED = [  # (op, pattern, reduction, the input's axes, the result's, the index's name and axes, the indexed axis)
+    ("rearrange", "b n[idx: b k] c -> b k c", None, "b n c", "b k c", "idx", "b k", "n"),
+    ("rearrange", "v[ids: t] d -> t d", None, "v d", "t d", "ids", "t", "v"),
+    ("scatter", "e c -> v[dst: e] c", "sum", "e c", "v c", "dst", "e", "v"),
+    ("scatter", "b e -> b v[dst: b e]", "max", "b e", "b v", "dst", "b e", "v"),
+]
+
+
+def _changes_along(a: np.ndarray, axis: int) -> set[int]:
+    """The positions p along an axis where a differs anywhere from its values at p - 1."""
+    moved = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1)
+    return {p for p in range(1, len(moved)) if (moved[p] != moved[p - 1]).any()}
+
+
+def _boundaries(names: list[str], lengths: list[int], bounds: dict[str, set[int]]) -> set[int]:
+    """Along a drawn axis over these axes (row-major): where an axis's coordinate changes to one of its
+    boundaries, by enumeration."""
+    coords = [np.unravel_index(p, lengths) for p in range(math.prod(lengths))]
+    return {p for p in range(1, len(coords)) for k, a in enumerate(names)
+            if coords[p][k] != coords[p - 1][k] and coords[p][k] in bounds.get(a, ())}
+
+
+@given(st.sampled_from(INDEXED), st.integers(0, 2**32 - 1), st.booleans())
+def test_random_index_pictures_keep_every_index_boundary(case, seed, sorted_segments):
+    op, pattern, reduction, in_axes, out_axes, name, axes, indexed = (
+        v.split() if k in (3, 4, 6) else v for k, v in enumerate(case))
+    rng = np.random.default_rng(seed)
+    length = {a: int(rng.choice([2, 3, 5, 13, 30, 60])) for a in "nkvte"} | {a: int(rng.integers(1, 4)) for a in "bcd"}
+    index = rng.integers(0, length[indexed], [length[a] for a in axes])
+    if sorted_segments:
+        index = np.sort(index, axis=-1)
+    kwargs = {name: index} | ({"op": op, "reduction": reduction, indexed: length[indexed]} if op == "scatter" else {})
+    e = rearr.explain(pattern, tuple(length[a] for a in in_axes), **kwargs)
+    svg = e.to_svg()
+    cells = _cells(svg)
+    bounds = {a: _changes_along(index, j) for j, a in enumerate(axes)}
+    # Along the indexed axis, where how often an element is read (gather) or a target written (scatter) changes.
+    side = in_axes if op != "scatter" else out_axes
+    counts = np.zeros([length[a] for a in side], dtype=int)
+    for pos in np.ndindex(*index.shape):
+        at = dict(zip(axes, pos), **{indexed: index[pos]})
+        counts[tuple(at.get(a, slice(None)) for a in side)] += 1
+    with_counts = bounds | {indexed: _changes_along(counts, side.index(indexed))}
+    tensors = [(name, axes, bounds), ("x", in_axes, with_counts if op != "scatter" else bounds),
+               ("out", out_axes, with_counts if op == "scatter" else bounds)]
+    limits = [picture.MAX_COLS, picture.MAX_ROWS, picture.MAX_PANELS]
+    for tensor, names, known in tensors:
+        split = [names[-1:], names[-2:-1], names[:-2]]
+        for drawn, along, limit in zip(_drawn_positions(cells[tensor], tuple(length[a] for a in names)), split, limits):
+            seams = _boundaries(along, [length[a] for a in along], known)
+            if len(seams) <= limit:
+                assert {q for p in seams for q in (p - 1, p)} <= drawn, (tensor, along, sorted(seams))
+    _check_labels(e, {name: index}, svg)
+
+
+def test_compare_draws_other_code_under_the_result_and_frames_each_cell_it_gets_wrong():
+    x = np.arange(24).reshape(2, 3, 4)
+    e = rearr.explain("c b h -> b (c h)", (2, 3, 4))
+    bare = x.reshape(3, 8)  # torch's x.view(3, 8): the memory cut into rows, nothing moved
+    svg = e.to_svg(compare={"x.view(3, 8)": bare, "by hand": x.transpose(1, 0, 2).reshape(3, 8)})
+    cells = _cells(svg)
+    right = reference.reference("rearrange", x, "c b h -> b (c h)")
+    assert set(cells["x.view(3, 8)"]) == set(cells["by hand"]) == set(np.ndindex(3, 8))
+    for name, value in (("x.view(3, 8)", bare), ("by hand", x.transpose(1, 0, 2).reshape(3, 8))):
+        for ix, g in cells[name].items():
+            texts = [t.text for t in g.iter(f"{SVG}text")]
+            assert texts[0] == g.get("data-sources") == str(value[ix])
+            wrong = value[ix] != right[ix]
+            assert (texts[1:] == [f"want {right[ix]}"]) == wrong, (name, ix, texts)
+            assert any(r.get("stroke") == picture.WRONG for r in g.iter(f"{SVG}rect")) == wrong
+    assert sum(right.ravel() != bare.ravel()) == 16  # the wrong answer is drawn as wrong in 16 of 24 cells
+    _check_labels(e, {}, svg)
+    with pytest.raises(rearr.RearrError, match="flat positions"):
+        e.to_svg(compare={"floats": bare * 0.5})
+    with pytest.raises(rearr.RearrError, match="not an einsum"):
+        rearr.explain("i j, j k -> i k", (2, 3), (3, 4), op="einsum").to_svg(compare={"y": bare})
 
 def test_rank_above_two_is_a_row_of_panels_titled_by_the_leading_axes():
     svg = rearr.explain("a b c d -> d (c b) a", (3, 4, 2, 5)).to_svg()
@@ -326,11 +567,11 @@ def test_the_docs_pictures_are_what_the_generator_writes_now():
     spec.loader.exec_module(module)
     pictures = dict(module.pictures())
     assert pictures
-    docs = (ROOT / "docs" / "explain.md").read_text(encoding="utf-8")
+    docs = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md"))
     for name, text in pictures.items():
         assert (ROOT / "docs" / "images" / name).read_text(encoding="utf-8") == text + "\n", \
             f"run: python docs/images/generate.py ({name} is stale)"
-        assert f"(images/{name})" in docs
+        assert f"images/{name})" in docs, f"no page shows {name}"
 
 
 # --- a real browser -------------------------------------------------------------------------
