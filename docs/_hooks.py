@@ -2,7 +2,9 @@
 
 - Pictures: a fenced block of kind ``picture`` holds the arguments of one `rearr.explain` call
   (Python literals, and `np.array([...])` for an index to draw with its values); it becomes the
-  inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built.
+  inline SVG of `rearr.explain(...).to_svg()`, drawn when the site is built. A keyword
+  `compare={"name": np.arange(n).reshape(...)}` goes to `to_svg(compare=...)`: other code's result
+  on the same input, drawn under rearr's with each wrong cell framed (the bare `view` of a question).
 - Repository files as pages: README.md (the tour), CONTRIBUTING.md, LICENSE and examples/*.py are
   added to the site, and CHANGELOG.md is included into docs/changelog.md (`--8<-- "CHANGELOG.md"`), so
   the links that docs/*.md and README.md write to them (`../examples/flatten_order.py`,
@@ -150,11 +152,19 @@ def checkout_rearr() -> Any:
 
 
 def argument(node: ast.expr) -> Any:
-    """A Python literal, or `np.array(<literal>)` for an index whose values the picture shows."""
-    if isinstance(node, ast.Call) and ast.unparse(node.func) in ("np.array", "numpy.array") and len(node.args) == 1:
-        import numpy as np
+    """A Python literal, `np.array(<literal>)` for an index whose values the picture shows, or
+    `np.arange(<n>).reshape(<literals>)` (the picture's own input, reshaped as a bare view would); a dict
+    of those for compare=."""
+    import numpy as np
 
+    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+        return {ast.literal_eval(k): argument(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in ("np.array", "numpy.array") and len(node.args) == 1:
         return np.array(ast.literal_eval(node.args[0]))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reshape" and \
+            isinstance(node.func.value, ast.Call) and ast.unparse(node.func.value.func) in ("np.arange", "numpy.arange"):
+        n = ast.literal_eval(node.func.value.args[0])
+        return np.arange(n).reshape(*(ast.literal_eval(a) for a in node.args))
     return ast.literal_eval(node)
 
 
@@ -162,17 +172,25 @@ def picture(call: str, src_uri: str) -> str:
     """The inline SVG of `rearr.explain(<call>)`; the arguments are literals or `np.array(...)` of one."""
     rearr = checkout_rearr()
 
-    node = ast.parse(f"explain({call})", mode="eval").body
+    source = f"explain({call})"
+    node = ast.parse(source, mode="eval").body
     assert isinstance(node, ast.Call)
+    compare = next((k.value for k in node.keywords if k.arg == "compare"), None)
+    node.keywords = [k for k in node.keywords if k.arg != "compare"]
+    text = lambda n: ast.get_source_segment(source, n)  # noqa: E731 - the page's own spelling
     args = [argument(a) for a in node.args]
     kwargs = {k.arg: argument(k.value) for k in node.keywords if k.arg is not None}
     try:
         explanation = rearr.explain(*args, **kwargs)
+        drawn = explanation.to_svg(compare=None if compare is None else argument(compare))
     except Exception as e:  # a RearrError: the page's marker is wrong
         raise PluginError(f"{src_uri}: the picture rearr.explain({call}) fails: {e}") from e
-    svg = re.sub(r"<\?xml[^>]*\?>\s*", "", explanation.to_svg())
+    svg = re.sub(r"<\?xml[^>]*\?>\s*", "", drawn)
     # One raw HTML block: Markdown would end it at a blank line.
     body = "\n".join(line for line in svg.splitlines() if line.strip())
+    if compare is not None:
+        shown = [text(a) for a in node.args] + [f"{k.arg}={text(k.value)}" for k in node.keywords]
+        call = f"{', '.join(shown)}).to_svg(compare={text(compare)}"
     caption = html.escape(f"rearr.explain({call})")
     caption = f"<figcaption><code>{caption}</code></figcaption>"
     return f'<figure class="rearr-picture" markdown="0">\n{body}\n{caption}\n</figure>'

@@ -138,3 +138,91 @@ def test_a_repository_file_off_the_site_is_linked_where_the_repository_is(
     hooks = _hooks()
     monkeypatch.setattr(hooks, "repository_url", lambda: url)
     assert hooks.rewrite_links("[x](../tests/README.md#layout)", "index.md") == f"[x]({site_link})"
+
+
+# --- code blocks: a long line wraps, never cut off -------------------------------------------------
+
+LONG_LINE = 95  # about what a code block of the site's text column holds at a desktop width
+
+
+def _code_lines(page_html: str) -> list[str]:
+    blocks = re.findall(r"<pre[^>]*>(?:<span></span>)?<code[^>]*>(.*?)</code></pre>", page_html, re.S)
+    return [line for block in blocks for line in html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines()]
+
+
+@pytest.mark.slow
+def test_code_blocks_wrap_their_long_lines(site: Path) -> None:
+    # Lines over about 95 characters ran out of sight: code scrolled sideways behind a scrollbar that
+    # many systems hide. The site's CSS wraps them, each line a span of its own (mkdocs.yml) so that
+    # the continuation of a wrapped line is indented.
+    css = (site / "assets" / "site.css").read_text(encoding="utf-8")
+    rules = {m[1].strip(): m[2] for m in re.finditer(r"([^{}]+)\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S))}
+    assert "white-space: pre-wrap" in rules.get(".md-typeset pre > code", ""), rules
+    assert "text-indent: -4ch" in rules.get('.md-typeset pre > code > span[id^="__span"]', ""), rules
+    assert "assets/site.css" in _page(site, "questions/permute-contiguous-view")
+    long_pages = [p for p in sorted(site.rglob("index.html")) if any(len(line) > LONG_LINE for line in
+                                                                      _code_lines(p.read_text(encoding="utf-8")))]
+    assert long_pages, "no page has a long code line: the check below would check nothing"
+    for path in long_pages:
+        text = path.read_text(encoding="utf-8")
+        assert re.search(r'<code><span id="__span-\d+-1">', text), f"{path}: code lines are not spans"
+
+
+def _browser() -> str | None:
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+# Run in the page once it is loaded: the code blocks whose text is wider than their box.
+CUT_CHECK = """<script>
+window.addEventListener("load", () => {
+  const blocks = [...document.querySelectorAll("pre > code")];
+  const cut = blocks.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent.slice(0, 60));
+  document.body.setAttribute("data-code-blocks", String(blocks.length));
+  document.body.setAttribute("data-cut", JSON.stringify(cut));
+});
+</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, 700])
+def test_no_code_block_is_cut_off_in_a_browser(site: Path, width: int) -> None:
+    import json
+
+    browser = _browser()
+    if browser is None:
+        if os.environ.get("REARR_BROWSER_TESTS") == "1":
+            pytest.fail("REARR_BROWSER_TESTS=1 but no chromium on PATH (.ci/run installs Debian's chromium)")
+        pytest.skip("no chromium on PATH: install Debian's chromium (apt-get install chromium) to run this test")
+    pages = ["questions/permute-contiguous-view", "explain", "tour", "backends", "check"]
+    for name in pages:
+        page = site / name / "index.html"
+        assert any(len(line) > LONG_LINE for line in _code_lines(page.read_text(encoding="utf-8"))), name
+        probe = page.with_name("cut-check.html")  # beside the page: its relative links still work
+        probe.write_text(page.read_text(encoding="utf-8").replace("</body>", CUT_CHECK + "</body>"), "utf-8")
+        done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                               f"--user-data-dir={site.parent / 'chromium-profile'}", f"--window-size={width},900",
+                               "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+                              capture_output=True, text=True, timeout=120)
+        body = re.search(r"<body[^>]*>", done.stdout)
+        assert body, done.stderr[-2000:]
+        attrs = dict(re.findall(r'(data-[\w-]+)="([^"]*)"', body[0]))
+        assert int(attrs["data-code-blocks"]) > 0, name
+        assert json.loads(html.unescape(attrs["data-cut"])) == [], f"{name} at {width}px: code cut off"
+
+
+@pytest.mark.slow
+def test_the_permute_page_draws_the_bare_view_next_to_the_right_answer(site: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    page = _page(site, "questions/permute-contiguous-view")
+    (figure,) = [f for f in re.findall(r'<figure class="rearr-picture"[^>]*>\s*(<svg.*?</svg>)', page, re.S)
+                 if "x.view(3, 8)" in f]
+    cells: dict[str, list[ET.Element]] = {}
+    for g in ET.fromstring(figure).iter("{http://www.w3.org/2000/svg}g"):
+        cells.setdefault(g.get("data-tensor"), []).append(g)
+    assert len(cells["out"]) == len(cells["x.view(3, 8)"]) == 24
+    framed = [g for g in cells["x.view(3, 8)"] if any(r.get("stroke") == "#d00000" for r in g)]
+    assert len(framed) == 16  # all but row 0's first four and row 2's last four hold the wrong element
+    assert "to_svg(compare=" in html.unescape(page)
