@@ -10,6 +10,7 @@ single-threaded and CPU-bound, and on a shared machine wall-clock time
 mostly measures the neighbours.
 
     python benchmarks/bench_check.py [--rounds N] [--einops] [--tree DIR] [--small]
+    python benchmarks/bench_check.py --cli TREE [--rev REV] [--rounds N]
 
 The second line is a worst case: the same files, each with
 `import rearr` and `from rearr import *` added on top, so that every line
@@ -17,6 +18,13 @@ naming rearrange, reduce, repeat, einsum, pack, ... is searched for calls, and
 the calls found are validated as rearr's. The third line times the same
 worst case with rearr check's shape flow on and off (each file also names
 jaxtyping, so its annotations are read): the goal is a ratio of at most 1.5.
+
+`--cli TREE` times the whole command instead, `rearr check --quiet TREE` in a subprocess (the
+walk, the reads, the text prefilter, the checks), and prints the megabytes of *.py files per
+second of its CPU time (and of wall time); the goal is 50 MB/s on a large tree where few files use
+einops, such as a copy of a site-packages folder. `--rev REV` times rearr at that git revision
+too (`git archive`, with `--einops`, which older revisions need to check einops' calls), the two
+interleaved round by round.
 """
 
 from __future__ import annotations
@@ -24,9 +32,15 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
+import io
+import os
 import pathlib
+import resource
 import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 import warnings
 
@@ -90,13 +104,65 @@ def without_flow(check):
     return run
 
 
+def tree_megabytes(tree: str) -> float:
+    """The size of the tree's *.py files (regular files, not links), in MB."""
+    return sum(p.stat().st_size for p in pathlib.Path(tree).rglob("*.py")
+               if p.is_file() and not p.is_symlink()) / 1e6
+
+
+def revision(rev: str) -> str:
+    """A folder holding rearr at git revision ``rev`` (git archive), for PYTHONPATH."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    data = subprocess.run(["git", "-C", str(root), "archive", rev, "rearr"], capture_output=True, check=True).stdout
+    folder = tempfile.mkdtemp(prefix="rearr_rev_")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder
+
+
+def time_cli(checkout: str, args: list[str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one `rearr check` run in a subprocess, with the rearr of ``checkout``
+    (run there: `python -m` puts the current folder first on sys.path)."""
+    env = {**os.environ, "PYTHONPATH": checkout}
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    subprocess.run([sys.executable, "-m", "rearr.tools.cli", "check", "--quiet", *args], env=env, cwd=checkout,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
+
+
+def cli(tree: str, rev: str | None, rounds: int) -> int:
+    tree = os.path.abspath(tree)
+    megabytes = tree_megabytes(tree)
+    here = str(pathlib.Path(__file__).resolve().parents[1])
+    sides = [("this checkout", here, [tree])] + ([(rev, revision(rev), ["--einops", tree])] if rev else [])
+    print(f"{tree}: {megabytes:,.1f} MB of *.py files")
+    times: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in sides}
+    time_cli(here, [tree])  # the page cache holds the tree from here on
+    for _ in range(rounds):  # interleaved, so that drift in the machine's speed hits both alike
+        for label, checkout, args in sides:
+            times[label].append(time_cli(checkout, args))
+    rate = 0.0
+    for label, _, _ in sides:
+        cpu = statistics.median(t[0] for t in times[label])
+        wall = statistics.median(t[1] for t in times[label])
+        print(f"{label:>16}: {cpu:7.2f} s CPU ({megabytes / cpu:6.1f} MB/s), {wall:7.2f} s wall "
+              f"({megabytes / wall:6.1f} MB/s)")
+        rate = rate or megabytes / cpu
+    return 0 if rate >= 50 else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cli", metavar="TREE", help="time the whole command on TREE (MB/s)")
+    parser.add_argument("--rev", help="with --cli: time rearr at this git revision too")
     parser.add_argument("--einops", action="store_true", help="check einops' calls too")
     parser.add_argument("--tree", help="time this folder's *.py files instead of torch's")
     parser.add_argument("--small", action="store_true", help="the first 300 files only: a smoke run")
     args = parser.parse_args()
+    if args.cli:
+        return cli(args.cli, args.rev, args.rounds)
     warnings.simplefilter("ignore")  # the baseline would print torch's SyntaxWarnings
     sources = tree_sources(args.tree) if args.tree else torch_sources()
     sources = sources[:300] if args.small else sources

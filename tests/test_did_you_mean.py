@@ -45,6 +45,8 @@ def apply(hint: str, pattern: str, reduction: str | None, lengths: dict) -> tupl
         applied = True
     if m := re.match(r"use '(\w+)' \(the reductions are", hint):
         reduction, applied = m[1], True
+    if m := re.search(r"pass (\w+)= its length", hint):  # a group that needs one length: any that divides
+        lengths = {**lengths, m[1]: 2}
     assert applied, hint
     return pattern, reduction, lengths
 

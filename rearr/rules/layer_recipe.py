@@ -20,7 +20,7 @@ from .._record import Record
 from ..errors import RearrError
 from ..syntax import ir
 from .arguments import check_bounds_error, fill_value, reduction_error
-from .recipe import UNKNOWN, analyze, operation, parse, validate
+from .recipe import UNKNOWN, analyze, operation, parse, unused_rename, validate
 
 LAYER_OPS = {"Rearrange": "rearrange", "Reduce": "reduce", "Repeat": "repeat", "Gather": "rearrange",
              "Scatter": "scatter"}
@@ -99,8 +99,8 @@ def validate_einmix(
             weight = _einmix_axes(weight_shape, where, lengths, groups)
             for name, col in weight.items():
                 if name not in lengths:
-                    raise RearrError(f"weight axis {name!r} has no length", code="RA301", pattern=weight_shape,
-                                     col=col, hint=f"pass its length as a keyword, e.g. {name}=...")
+                    raise _no_length("weight", name, col, weight_shape, [n for n in weight if n not in lengths],
+                                     [n for n in lengths if n not in left and n not in weight])
                 if name not in left and name not in dict(right):
                     raise RearrError(f"weight axis {name!r} is neither an input nor an output axis", code="RA200",
                                      pattern=weight_shape, col=col, hint=f"remove {name!r} from weight_shape")
@@ -124,8 +124,9 @@ def validate_einmix(
                     raise RearrError(f"bias axis {name!r} is not an output axis", code="RA200", pattern=bias_shape,
                                      col=col, hint=f"remove {name!r} from bias_shape, or add it to the output")
                 if name not in lengths:
-                    raise RearrError(f"bias axis {name!r} has no length", code="RA301", pattern=bias_shape,
-                                     col=col, hint=f"pass its length as a keyword, e.g. {name}=...")
+                    raise _no_length("bias", name, col, bias_shape, [n for n in bias if n not in lengths],
+                                     [n for n in lengths if n not in left and n not in bias and n not in (
+                                         weight if weight_shape is not UNKNOWN else ())])
             where = "pattern"
             names = [name for name, _ in right]
             if "..." in names and any(name in bias for name in names[: names.index("...")]):
@@ -135,6 +136,14 @@ def validate_einmix(
     except RearrError as e:
         return where, e
     return None
+
+
+def _no_length(what: str, name: str, col: int, shape: object, missing: list[str], unused: list[str]) -> RearrError:
+    """RA301 for a weight or bias axis without a length (the first of ``missing``): a keyword that names
+    no axis (among ``unused``) is most likely its length."""
+    given = unused_rename(missing, unused)
+    return RearrError(f"{what} axis {name!r} has no length", code="RA301", pattern=shape, col=col,
+                      hint=f"rename {given}= to {name}=" if given else f"pass its length as a keyword, e.g. {name}=...")
 
 
 class EinMixSpec(Record):

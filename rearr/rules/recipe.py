@@ -10,7 +10,7 @@ import math
 import numbers
 import operator
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import get_args
 
@@ -502,9 +502,17 @@ def _repeat_sides(s: _Sides, op: str, reduction: Reduction, length_names: tuple[
     _one_side(s.text, s.only_in, s.cols, "input", op, "use rearr.reduce to remove an axis")
     if new:
         axes = set(_axis_names(s.ins)) | set(_axis_names(s.outs))
-        given = nearest(new[0], [n for n in length_names if n not in axes and n not in s.index_names])
+        given = unused_rename(new, [n for n in length_names if n not in axes and n not in s.index_names])
         raise _err(s.text, "RA301", f"the new axis {new[0]!r} has no length", s.cols.get(new[0]),
                    f"rename {given}= to {new[0]}=" if given else f"pass its length as a keyword, e.g. {new[0]}=3")
+
+
+def unused_rename(missing: Sequence[str], unused: Sequence[str]) -> str | None:
+    """The unused keyword that most likely is the length of ``missing[0]``: the only one beside the only axis
+    without a length, however it is spelt, or else the nearest in spelling (repeat here, EinMix's weight)."""
+    if len(missing) == 1 and len(unused) == 1:
+        return unused[0]
+    return nearest(missing[0], list(unused))
 
 
 def _scatter_sides(s: _Sides, op: str, reduction: Reduction, length_names: tuple[str, ...]) -> None:
@@ -580,34 +588,91 @@ def _unused_keyword(text: str, name: str, known: set[str], given: tuple[str, ...
 
 def _renamed(text: str, op: str, reduction: Reduction, length_names: tuple[str, ...], only_in: list[str],
              only_out: list[str], cols: dict[str, int]) -> None:
-    """Axes on one side only, on both sides: most likely one axis under two names. Name both, and offer
-    the pattern with the output's name replaced by the input's, when that pattern is valid.
+    """Axes on one side only, on both sides: most likely one axis under two names (or one axis written
+    as two). Name them all, and offer the first fix whose pattern is valid with the call's keywords:
+    the output's names renamed to the input's, the input's to the output's (when the keywords name
+    the output's), an input axis written as the output's group it spells (`rd` as `(r d)`), or an
+    output axis as the input's group. With no valid fix, none is offered.
 
-    rearrange and repeat pair them in order; reduce and scatter, which drop input axes on purpose,
-    only an output axis with an input axis of a close name."""
+    rearrange and repeat take every one-sided axis; reduce and scatter, which drop input axes on
+    purpose, only an output axis with an input axis of a close name."""
     only_in, only_out = [a for a in only_in if a != ELLIPSIS], [a for a in only_out if a != ELLIPSIS]
     if op in ("rearrange", "repeat"):
-        pairs = list(zip(only_out, only_in))
+        ins, outs = only_in, only_out
     else:
         pairs = [(o, guess) for o in only_out if (guess := nearest(o, only_in))]
-    if not pairs:
+        ins, outs = [i for _, i in pairs], [o for o, _ in pairs]
+    if not ins or not outs:
         return
-    fixed = text
-    for out, axis in sorted(pairs, key=lambda pair: -cols.get(pair[0], -1)):  # from the right: columns stay
-        at = cols.get(out, -1)
-        fixed = fixed[:at] + axis + fixed[at + len(out):] if text[at : at + len(out)] == out else ""
-    try:
-        analyze(fixed, op, reduction, length_names)
-    except RearrError:
-        fixed = ""
-    (out, axis), more = pairs[0], len(pairs) > 1
-    ins, outs = (", ".join(repr(p[k]) for p in pairs) for k in (1, 0))
-    message = (f"{'axes' if more else 'axis'} {ins} {'appear' if more else 'appears'} only on the input side "
-               f"and {outs} only on the output side of {op}")
-    rename = " and ".join(f"{o!r} to {i!r}" for o, i in pairs)
-    hint = f"if the output's {outs} {'are' if more else 'is'} the input's {ins}, rename {rename}" + (
-        f": '{fixed}'" if fixed else "")
-    raise _err(text, "RA200", message, cols.get(axis), hint)
+    message = (f"{_names(ins)} {'appears' if len(ins) == 1 else 'appear'} only on the input side and "
+               f"{_names(outs, axes=False)} only on the output side of {op}")
+
+    def valid(fixed: str, extra: tuple[str, ...] = ()) -> bool:
+        try:
+            analyze(fixed, op, reduction, length_names + extra)
+        except RearrError:
+            return False
+        return True
+
+    hint = None
+    for fix, says, first in _fixes(text, ins, outs, cols):
+        if valid(fix):
+            hint = f"{says}: '{fix}'"
+            break
+        if first is not None and first not in length_names and valid(fix, (first,)):  # the group needs a length
+            hint = f"{says}, and pass {first}= its length: '{fix}'"
+            break
+    raise _err(text, "RA200", message, cols.get(ins[0]), hint or (
+        "give each axis one name on both sides" + ("" if op != "rearrange" else
+                                                   " (rearr.reduce drops axes, rearr.repeat adds them)")))
+
+
+def _names(names: list[str], axes: bool = True) -> str:
+    """"axis 'a'", "axes 'a', 'b'" (or without the noun)."""
+    listed = ", ".join(map(repr, names))
+    return f"{'axis' if len(names) == 1 else 'axes'} {listed}" if axes else listed
+
+
+def _fixes(text: str, ins: list[str], outs: list[str], cols: dict[str, int]
+           ) -> Iterator[tuple[str, str, str | None]]:
+    """(the fixed pattern, what the fix says, the first axis of the group it writes, if it writes one) for
+    each way that one-sided axes may be one axis."""
+    if len(ins) == len(outs):
+        renames = list(zip(outs, ins))
+        yield (_replace(text, {o: i for o, i in renames}, cols),
+               f"if the output's {_names(outs, False)} {'is' if len(outs) == 1 else 'are'} the input's "
+               f"{_names(ins, False)}, rename " + " and ".join(f"{o!r} to {i!r}" for o, i in renames), None)
+        yield (_replace(text, {i: o for o, i in renames}, cols),
+               f"if the input's {_names(ins, False)} {'is' if len(ins) == 1 else 'are'} the output's "
+               f"{_names(outs, False)}, rename " + " and ".join(f"{i!r} to {o!r}" for o, i in renames), None)
+    for whole, parts, side in [*((i, outs, "input") for i in ins), *((o, ins, "output") for o in outs)]:
+        spelt = _spelt_by(whole, parts, text, cols)
+        if spelt:
+            group = f"({' '.join(spelt)})"
+            other = "output" if side == "input" else "input"
+            yield (_replace(text, {whole: group}, cols),
+                   f"if the {side}'s {whole!r} is the {other}'s {' and '.join(map(repr, spelt))} together, "
+                   f"write it '{group}'", spelt[0])
+
+
+def _spelt_by(whole: str, parts: list[str], text: str, cols: dict[str, int]) -> list[str] | None:
+    """The one-sided axes of the other side that spell ``whole`` in the order they are written, or None."""
+    ordered = sorted((p for p in parts if p in whole), key=lambda p: cols.get(p, -1))
+    for start in range(len(ordered)):
+        for end in range(start + 2, len(ordered) + 1):
+            if "".join(ordered[start:end]) == whole:
+                return ordered[start:end]
+    return None
+
+
+def _replace(text: str, renames: dict[str, str], cols: dict[str, int]) -> str:
+    """The pattern with each axis (at its column) written anew; from the right, so that columns stay."""
+    for name in sorted(renames, key=lambda n: -cols.get(n, -1)):
+        at = cols.get(name, -1)
+        if at < 0 or text[at: at + len(name)] != name:
+            return ""
+        text = text[:at] + renames[name] + text[at + len(name):]
+    return text
 
 
 def _one_side(text: str, names: list[str], cols: dict[str, int], side: str, op: str, hint: str) -> None:

@@ -142,7 +142,7 @@ def _check(args: argparse.Namespace) -> int:
         settings = source.settings
         full = os.path.abspath(source.path)
         try:
-            problems += [p for p in lint.check_file(source.path, einops=settings.einops, notes=notes, tally=tally)
+            problems += [p for p in lint.check_file(source.path, einops=settings.einops, tally=tally)
                          if settings.enabled(p.code, full)]
         except Exception as e:  # a bug of the checker: that file is not checked, the others are
             _say(f"rearr check: {source.path}: not checked: rearr check failed on it ({type(e).__name__}: {e}); "
@@ -180,12 +180,9 @@ def _check_stdin(args: argparse.Namespace, configs: config.Configs) -> int:
         if args.format == "text" and not args.quiet:
             _print_out("Nothing to check: the file is left out by the excludes (force-exclude).", None)
         return 0
-    notes: list[str] = []
     tally = lint.Tally()
-    problems = lint.check_bytes(sys.stdin.buffer.read(), path, einops=settings.einops, notes=notes, tally=tally)
+    problems = lint.check_bytes(sys.stdin.buffer.read(), path, einops=settings.einops, tally=tally)
     problems = [p for p in problems if settings.enabled(p.code, full)]
-    for note in notes:
-        _say(f"rearr check: note: {printable(note)}")
     return _report(args, problems, 1, tally, 0)
 
 

@@ -25,7 +25,7 @@ import warnings
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import RearrError
 from ..rules.arguments import check_bounds_error
@@ -105,6 +105,8 @@ _LENGTH_CODES = ("RA301",)
 # and scatter takes names only, so any valid one will do.
 _UNKNOWN_REDUCTION: dict[str, object] = {"reduce": callable, "scatter": "sum"}
 
+# The packages' names as words: a file without them cannot import them (`rearrange` alone is no import).
+_NAMES = {True: re.compile(r"\b(?:rearr|einops)\b"), False: re.compile(r"\brearr\b")}
 _IMPORTS_EINOPS = re.compile(r"^[ \t]*(?:from|import)[ \t]+einops\b", re.MULTILINE)
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # the line ends that ast counts (not \f, \v, \x1c ...)
 _QUOTES = ('"""', "'''", '"', "'")
@@ -177,33 +179,26 @@ def _count(n: int, noun: str) -> str:
 
 
 def check_source(
-    source: str, path: str = "<string>", *, einops: bool = True, notes: list[str] | None = None,
-    tally: Tally | None = None,
+    source: str, path: str = "<string>", *, einops: bool = True, tally: Tally | None = None,
 ) -> list[Problem]:
     """Every problem in one file's source, in source order, less those that a `# noqa` silences.
 
-    A file whose text does not hold a checked package's name cannot import it, and is not parsed. A
-    file that Python cannot parse is a problem only when it names a checked package as a word (it may
-    hold patterns that went unchecked); otherwise it is one line in ``notes``, when given.
+    A file whose text does not name a checked package as a word cannot import it, and is not parsed
+    (most files of a tree). One that does and that Python cannot parse is a problem: it may hold
+    patterns that went unchecked.
     """
     tally = tally if tally is not None else Tally()
     packages = ["rearr", "einops"] if einops else ["rearr"]
     if not einops and _IMPORTS_EINOPS.search(source):
         tally.einops_off += 1
-    if not any(package in source for package in packages):
-        return []  # it cannot import them: nothing to parse (most files of a tree)
+    if not any(package in source for package in packages) or not _NAMES[einops].search(source):
+        return []  # the substring test first: it is many times faster than the regex
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. invalid escape sequences: not ours to report
             tree = ast.parse(source, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # deep nesting: MemoryError
-        problem = _syntax_problem(path, source, e)
-        if re.search(rf"\b(?:{'|'.join(packages)})\b", source):
-            return [problem]
-        if notes is not None:
-            notes.append(f"{path}:{problem.line}: not checked (it names no {' nor '.join(packages)}): "
-                         f"{problem.message}")
-        return []
+        return [_syntax_problem(path, source, e)]
     lines: list[str] | None = None
     problems = []
     followed: flow.Calls = {}  # function calls
@@ -220,6 +215,8 @@ def check_source(
         if found is not None:
             lines = lines if lines is not None else _NEWLINE.split(source)
             problem = _problem(path, lines, *found)
+            if package == "einops":
+                problem = for_einops(problem)
             problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
     chained = flow.check_sequential(tree, layers) if len(layers) > 1 else iter(())
     functions = flow.check_functions(tree, followed, source) if followed else iter(())
@@ -258,8 +255,7 @@ def _silenced(code: str, lines: set[int], noqa: dict[int, frozenset[str] | None]
     return any(line in noqa and (noqa[line] is None or code in noqa[line]) for line in lines)  # type: ignore[operator]
 
 
-def check_file(path: str, *, einops: bool = True, notes: list[str] | None = None,
-               tally: Tally | None = None) -> list[Problem]:
+def check_file(path: str, *, einops: bool = True, tally: Tally | None = None) -> list[Problem]:
     """`check_source` on a file; a file that cannot be read or decoded is one RA002 problem.
 
     Only regular files are read (a FIFO would block, a device may never end), and at most MAX_BYTES.
@@ -270,11 +266,10 @@ def check_file(path: str, *, einops: bool = True, notes: list[str] | None = None
         return [Problem(path, 1, 1, 1, 1, "RA002", f"cannot read the file: {describe_os_error(e)}")]
     except _NotRead as e:
         return [Problem(path, 1, 1, 1, 1, "RA002", str(e), e.hint)]
-    return check_bytes(data, path, einops=einops, notes=notes, tally=tally)
+    return check_bytes(data, path, einops=einops, tally=tally)
 
 
-def check_bytes(data: bytes, path: str, *, einops: bool = True, notes: list[str] | None = None,
-                tally: Tally | None = None) -> list[Problem]:
+def check_bytes(data: bytes, path: str, *, einops: bool = True, tally: Tally | None = None) -> list[Problem]:
     """`check_source` on a file's bytes; bytes that are not UTF-8 are one RA002 problem."""
     if len(data) > MAX_BYTES:
         return [Problem(path, 1, 1, 1, 1, "RA002", f"the file is larger than {MAX_BYTES // 2**20} MiB: not read",
@@ -286,7 +281,7 @@ def check_bytes(data: bytes, path: str, *, einops: bool = True, notes: list[str]
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1  # in bytes: the line is not text
         message = f"the file is not UTF-8 (byte 0x{data[e.start]:02x})"
         return [Problem(path, line, col, line, col + 1, "RA002", message, "save the file as UTF-8")]
-    return check_source(source.removeprefix("\ufeff"), path, einops=einops, notes=notes, tally=tally)
+    return check_source(source.removeprefix("\ufeff"), path, einops=einops, tally=tally)
 
 
 class _NotRead(Exception):
@@ -593,6 +588,18 @@ def _literal(node: ast.expr) -> object:
         if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
             return ast.literal_eval(node)
     return UNKNOWN
+
+
+# The library's messages name its own functions; on einops' calls, the functions einops has are einops'.
+_REARR_NAMES = re.compile(r"\brearr\.(rearrange|reduce|repeat|einsum|pack|unpack|parse_shape)\b")
+
+
+def for_einops(problem: Problem) -> Problem:
+    """A finding in an einops call, as its user writes the functions: `einops.reduce`, not `rearr.reduce`."""
+    def fixed(text: str | None) -> str | None:
+        return None if text is None else _REARR_NAMES.sub(r"einops.\1", text)
+
+    return replace(problem, message=fixed(problem.message), hint=fixed(problem.hint))  # type: ignore[arg-type]
 
 
 def _problem(path: str, lines: list[str], literal: ast.Constant, err: RearrError, other: ast.expr | None) -> Problem:
