@@ -10,6 +10,7 @@ CODES: dict[str, str] = {
     "RA001": "Python syntax error in a checked file (rearr check)",
     "RA002": "checked file cannot be read or is not UTF-8 (rearr check)",
     "RA003": "checked file needs a newer Python than the one running rearr check",
+    "RA010": "unused noqa comment (rearr check, when selected)",
     "RA100": "syntax error in the pattern",
     "RA101": "'->' missing, or present where the operation takes none",
     "RA102": "unbalanced or nested parentheses",

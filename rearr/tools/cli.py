@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import RearrError
-from . import config, files, lint, report
+from . import config, files, fix, lint, report
 from .report import printable
 
 
@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="check every path named (the default)")
     check.add_argument("--stdin-filename", metavar="PATH", help="with -: the path of the source read from stdin "
                        "(its config, per-file-ignores and the path printed)")
+    check.add_argument("--fix", action="store_true", help="apply the fixes that are literal (a renamed axis or "
+                       "keyword, a letter-style einsum spaced, an unused noqa code removed) in place, and check again")
+    check.add_argument("--diff", action="store_true", help="print the fixes as a diff, and write nothing")
+    check.add_argument("--add-noqa", action="store_true", help="add a `# noqa: CODES` comment to each line with a "
+                       "finding, in place")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 when problems are found (2 still says "
                        "that some input could not be checked)")
     check.add_argument("-q", "--quiet", action="store_true", help="print the findings only: no summary, no progress")
@@ -133,28 +138,96 @@ def _check(args: argparse.Namespace) -> int:
             return 0
         _say(f"rearr check: warning: no Python file found in {printable(' '.join(args.paths))}")
         return 2
-    notes = list(found.notes)
     tally = lint.Tally()
+    run = _Run(args, tally)
     progress = _Progress(len(found.files)) if not args.quiet and sys.stderr.isatty() else None
-    problems = []
-    crashed = 0
     for done, source in enumerate(found.files, 1):
-        settings = source.settings
-        full = os.path.abspath(source.path)
         try:
-            problems += [p for p in lint.check_file(source.path, einops=settings.einops, tally=tally)
-                         if settings.enabled(p.code, full)]
+            text = run.check(source.path, source.settings)
+            if text is not None:
+                run.write(source.path, text)
         except Exception as e:  # a bug of the checker: that file is not checked, the others are
             _say(f"rearr check: {source.path}: not checked: rearr check failed on it ({type(e).__name__}: {e}); "
                  "this is a bug of rearr check, please report it")
-            crashed += 1
+            run.failed += 1
         if progress:
             progress.show(done)
     if progress:
         progress.clear()
-    for note in notes:
+    for note in found.notes:
         _say(f"rearr check: note: {printable(note)}")
-    return _report(args, problems, len(found.files), tally, len(found.unreadable) + crashed)
+    return run.finish(len(found.files), len(found.unreadable))
+
+
+class _Run:
+    """One run over the files: each file's findings as its settings select them, and what --fix, --diff and
+    --add-noqa did to it."""
+
+    def __init__(self, args: argparse.Namespace, tally: lint.Tally) -> None:
+        self.args, self.tally = args, tally
+        self.problems: list[lint.Problem] = []
+        self.fixed = 0  # fixes applied (or, with --diff, that would be)
+        self.noqa = 0  # lines given a noqa comment
+        self.changed = 0  # files written (or, with --diff, shown)
+        self.failed = 0  # files that could not be written, or that the checker failed on
+
+    def check(self, path: str, settings: config.Settings, text: str | lint.Problem | None = None) -> str | None:
+        """Check one file (its text given, or read from ``path``); the text it should then have, when
+        --fix or --add-noqa changed it."""
+        text = lint.read_text(path) if text is None else text
+        if isinstance(text, lint.Problem):
+            self.problems.append(text)
+            return None
+        bom, body = text.startswith("\ufeff"), text.removeprefix("\ufeff")
+        full = os.path.abspath(path)
+        unused = settings.enabled("RA010", full)
+
+        def selected(source: str, tally: lint.Tally | None = None) -> list[lint.Problem]:
+            found = lint.check_source(source, path, einops=settings.einops, tally=tally or lint.Tally(),
+                                      unused_noqa=unused)
+            return [p for p in found if settings.enabled(p.code, full)]
+
+        problems = selected(body, self.tally)
+        new = body
+        if self.args.fix or self.args.diff:
+            new, applied, problems = fix.fixed(body, lambda source: selected(source) if source != body else problems)
+            self.fixed += applied
+        if self.args.add_noqa:
+            wanted: dict[tuple[int, ...], set[str]] = {}
+            for p in problems:
+                if p.code not in lint.UNCHECKED and p.code != "RA010" and p.noqa_lines:
+                    wanted.setdefault(p.noqa_lines, set()).add(p.code)
+            new, added = fix.add_noqa(new, wanted)
+            self.noqa += added
+            problems = selected(new)
+        self.problems += problems
+        if new == body:
+            return None
+        self.changed += 1
+        if self.args.diff:
+            _print_out(fix.diff(path, body, new).rstrip("\n"), None)
+            return None
+        return ("\ufeff" if bom else "") + new
+
+    def write(self, path: str, text: str) -> None:
+        try:
+            with open(path, "wb") as f:  # bytes: the line ends stay as they are
+                f.write(text.encode("utf-8"))
+        except OSError as e:
+            _say(f"rearr check: {path}: cannot write the fixes: {lint.describe_os_error(e)}")
+            self.failed += 1
+
+    def finish(self, files_checked: int, unreadable: int) -> int:
+        args = self.args
+        if args.diff:
+            if not args.quiet:
+                _say(f"Would fix {report.count(self.fixed, 'problem')} in {report.count(self.changed, 'file')}.")
+            return 2 if unreadable or self.failed else 1 if self.fixed else 0
+        if args.add_noqa:
+            if not args.quiet:
+                _say(f"Added {report.count(self.noqa, 'noqa comment')} to {report.count(self.changed, 'file')}.")
+            return 2 if unreadable or self.failed or any(p.code in lint.UNCHECKED for p in self.problems) else 0
+        return _report(args, self.problems, files_checked, self.tally, unreadable + self.failed, self.fixed)
 
 
 def _configs(args: argparse.Namespace) -> config.Configs:
@@ -162,6 +235,10 @@ def _configs(args: argparse.Namespace) -> config.Configs:
         raise config.ConfigError("--statistics prints text or json: use --output-format text or json")
     if args.stdin_filename is not None and args.paths != ["-"]:
         raise config.ConfigError("--stdin-filename names the source read from stdin: pass - as the path")
+    if args.add_noqa and args.paths == ["-"]:
+        raise config.ConfigError("--add-noqa writes the files it checks: it cannot take - (stdin)")
+    if sum((args.fix, args.diff, args.add_noqa)) > 1:
+        raise config.ConfigError("--fix, --diff and --add-noqa do one thing each: give one of them")
     split = config.split
     layer = config.command_line(
         select=split(args.select), extend_select=split(args.extend_select), ignore=split(args.ignore),
@@ -180,21 +257,29 @@ def _check_stdin(args: argparse.Namespace, configs: config.Configs) -> int:
         if args.format == "text" and not args.quiet:
             _print_out("Nothing to check: the file is left out by the excludes (force-exclude).", None)
         return 0
-    tally = lint.Tally()
-    problems = lint.check_bytes(sys.stdin.buffer.read(), path, einops=settings.einops, tally=tally)
-    problems = [p for p in problems if settings.enabled(p.code, full)]
-    return _report(args, problems, 1, tally, 0)
+    run = _Run(args, lint.Tally())
+    data = sys.stdin.buffer.read()
+    text = run.check(path, settings, lint.decode(data, path))
+    if not args.fix:
+        return run.finish(1, 0)
+    # --fix on stdin, as an editor asks for it: the fixed source on stdout, what is left on stderr.
+    sys.stdout.buffer.write(text.encode("utf-8") if text is not None else data)
+    sys.stdout.flush()
+    for line in report.format_text(run.problems).splitlines():
+        _say(line)
+    return 2 if any(p.code in lint.UNCHECKED for p in run.problems) else 1 if run.problems and not args.exit_zero \
+        else 0
 
 
 def _report(args: argparse.Namespace, problems: list[lint.Problem], files_checked: int, tally: lint.Tally,
-            unreadable: int) -> int:
+            unreadable: int, fixed: int = 0) -> int:
     """Print the findings (and the summary) as asked; the exit code."""
     code = 2 if unreadable or any(p.code in lint.UNCHECKED for p in problems) else 1 if problems else 0
     if code == 1 and args.exit_zero:
         code = 0
     out = report.format_statistics(problems, args.format) if args.statistics else report.FORMATS[args.format](problems)
     if args.format == "text" and not args.quiet:
-        out = "\n".join(filter(None, [out, report.summary(problems, files_checked, tally, unreadable)]))
+        out = "\n".join(filter(None, [out, report.summary(problems, files_checked, tally, unreadable, fixed)]))
     if out:
         try:
             _print_out(out, problems if args.format == "json" and not args.statistics else None)

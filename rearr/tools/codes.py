@@ -22,6 +22,9 @@ RULES: dict[str, Rule] = {
                   "than 16 MiB or not UTF-8. Always reported, whatever is selected."),
     "RA003": Rule("newer-python-syntax", "The file uses syntax that a newer Python added: run rearr check with "
                   "that Python. Always reported, whatever is selected."),
+    "RA010": Rule("unused-noqa", "A `# noqa: CODES` comment names a code that silences nothing on its line, or "
+                  "a `# rearr: noqa` silences nothing in its file (a bare `# noqa` may be another tool's, and is "
+                  "left alone). Not selected by default: --extend-select RA010; --fix removes the codes."),
     "RA100": Rule("pattern-syntax-error", "The pattern does not parse: a character or a sequence that the "
                   "pattern language does not have."),
     "RA101": Rule("arrow", "'->' is missing where the operation needs an input and an output side, or is "

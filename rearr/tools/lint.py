@@ -128,6 +128,9 @@ _NEWER_SYNTAX: tuple[tuple[tuple[int, int], str, str], ...] = (
 )
 
 
+Edit = tuple[int, int, int, int, str]
+
+
 @dataclass(frozen=True)
 class Problem:
     """One finding. Lines and columns are 1-based; columns count characters; ``end_col`` is exclusive."""
@@ -141,6 +144,11 @@ class Problem:
     message: str
     hint: str | None = None
     pattern: str | None = None
+    # The edits that apply the hint, when it is literal (`rearr check --fix`): (line, col, end_line, end_col,
+    # text), columns as above.
+    fix: tuple[Edit, ...] = ()
+    # The lines where a noqa comment silences it, best first: its own, then the last and first of its call.
+    noqa_lines: tuple[int, ...] = ()
 
     @property
     def text(self) -> str:
@@ -180,8 +188,11 @@ def _count(n: int, noun: str) -> str:
 
 def check_source(
     source: str, path: str = "<string>", *, einops: bool = True, tally: Tally | None = None,
+    unused_noqa: bool = False,
 ) -> list[Problem]:
-    """Every problem in one file's source, in source order, less those that a `# noqa` silences.
+    """Every problem in one file's source, in source order, less those that a `# noqa` (on its line) or a
+    `# rearr: noqa` (for the file) silences; with ``unused_noqa``, each noqa code that silences nothing
+    is a problem too (RA010).
 
     A file whose text does not name a checked package as a word cannot import it, and is not parsed
     (most files of a tree). One that does and that Python cannot parse is a problem: it may hold
@@ -200,7 +211,7 @@ def check_source(
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # deep nesting: MemoryError
         return [_syntax_problem(path, source, e)]
     lines: list[str] | None = None
-    problems = []
+    problems: list[Problem] = []
     followed: flow.Calls = {}  # function calls
     layers: flow.Calls = {}  # layer constructors
     for call, sig, package in _calls(tree, source, packages, tally):
@@ -217,42 +228,109 @@ def check_source(
             problem = _problem(path, lines, *found)
             if package == "einops":
                 problem = for_einops(problem)
-            problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
+            problems.append(_with_fix(_placed(problem, call), call, found[0], lines))
     chained = flow.check_sequential(tree, layers) if len(layers) > 1 else iter(())
     functions = flow.check_functions(tree, followed, source) if followed else iter(())
     for call, literal_node, err in [*functions, *chained]:
         lines = lines if lines is not None else _NEWLINE.split(source)
-        problem = _problem(path, lines, literal_node, err, None)
-        problems.append((problem, {problem.line, call.lineno, call.end_lineno or call.lineno}))
-    if problems:
-        silenced = noqa_comments(source)
-        problems = [(p, where) for p, where in problems if not _silenced(p.code, where, silenced)]
-    return sorted((p for p, _ in problems), key=lambda p: (p.line, p.col))
+        problems.append(_placed(_problem(path, lines, literal_node, err, None), call))
+    if (problems or unused_noqa) and _MENTIONS_NOQA.search(source):
+        directives = noqa_directives(source)
+        used: dict[Noqa, set[str]] = {d: set() for d in directives}
+        kept = []
+        for problem in problems:
+            silencing = [d for d in directives if d.silences(problem.code, problem.noqa_lines)]
+            for d in silencing:
+                used[d].add(problem.code)
+            if not silencing:
+                kept.append(problem)
+        found_ = [*kept, *(_unused(path, d, used[d]) for d in directives)] if unused_noqa else kept
+        return sorted((p for p in found_ if p is not None), key=lambda p: (p.line, p.col))
+    return sorted(problems, key=lambda p: (p.line, p.col))
 
 
-# A noqa comment, bare or with ":" and codes (separated by commas or blanks), anywhere in a comment, as ruff reads it.
-_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+def _placed(problem: Problem, call: ast.Call) -> Problem:
+    """The problem with the lines whose noqa silences it: its own, then the last and the first of its call."""
+    return replace(problem, noqa_lines=tuple(dict.fromkeys([problem.line, call.end_lineno or call.lineno,
+                                                            call.lineno])))
 
 
-def noqa_comments(source: str) -> dict[int, frozenset[str] | None]:
-    """The lines (1-based) with a noqa comment: the codes it names, or None for a bare `# noqa` (all).
+# A noqa comment, bare or with ":" and codes (separated by commas or blanks), anywhere in a comment, as ruff reads
+# it; with "rearr:" before the noqa, the same for the whole file (as ruff's own file-wide form).
+_CODES = r"(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?"
+_NOQA = re.compile(rf"#\s*(?P<file>rearr\s*:\s*)?noqa{_CODES}", re.IGNORECASE)
+_MENTIONS_NOQA = re.compile("noqa", re.IGNORECASE)
 
-    Comments are found by the tokenizer, so a '#' inside a string is not one.
-    """
-    found: dict[int, frozenset[str] | None] = {}
+
+@dataclass(frozen=True)
+class Noqa:
+    """One noqa directive: where it is (1-based line, 0-based character columns of its text), and what it names."""
+
+    line: int
+    col: int
+    end_col: int
+    codes: frozenset[str] | None  # None: bare, every code
+    whole_file: bool
+    text: str
+    # What surrounds it, to remove it cleanly: whether it opens its comment, whether the comment goes on
+    # after it, and the blanks before it.
+    opens_comment: bool
+    more_after: bool
+    blanks_before: int
+
+    def silences(self, code: str, lines: tuple[int, ...]) -> bool:
+        if self.codes is not None and code not in self.codes:
+            return False
+        return code not in UNCHECKED if self.whole_file else self.line in lines
+
+
+def noqa_directives(source: str) -> list[Noqa]:
+    """Every noqa directive, in source order. Comments are found by the tokenizer, so a '#' inside a string
+    is not one."""
+    found = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT and (m := _NOQA.search(token.string)):
+            if token.type != tokenize.COMMENT:
+                continue
+            for m in _NOQA.finditer(token.string):
                 codes = m["codes"]
-                found[token.start[0]] = None if codes is None else frozenset(re.split(r"[,\s]+", codes.upper()))
+                line, col = token.start
+                before = token.line[: col + m.start()]
+                found.append(Noqa(line, col + m.start(), col + m.end(),
+                                  None if codes is None else frozenset(re.split(r"[,\s]+", codes.upper())),
+                                  m["file"] is not None, m[0], m.start() == 0, m.end() < len(token.string),
+                                  len(before) - len(before.rstrip(" \t"))))
     except (tokenize.TokenError, SyntaxError):  # ast parsed it; the comments seen so far stand
         pass
     return found
 
 
-def _silenced(code: str, lines: set[int], noqa: dict[int, frozenset[str] | None]) -> bool:
-    """Whether a noqa on the reported line, or on the first or last line of its call, names the code (or all)."""
-    return any(line in noqa and (noqa[line] is None or code in noqa[line]) for line in lines)  # type: ignore[operator]
+def _unused(path: str, d: Noqa, used: set[str]) -> Problem | None:
+    """RA010 for the codes of a directive that silence nothing (a bare `# noqa` is left alone: it may be
+    another tool's), with the edit that removes them."""
+    if d.codes is None:
+        if not d.whole_file or used:
+            return None
+        unused = ["# rearr: noqa"]
+    else:
+        if "RA010" in d.codes:  # it silences its own report
+            return None
+        unused = sorted(c for c in d.codes if c.startswith("RA") and c not in used)
+        if not unused:
+            return None
+    where = "in this file" if d.whole_file else "on this line"
+    kept = sorted((d.codes or set()) - set(unused))
+    start = d.col
+    if kept:  # the codes that silence something stay
+        text = d.text[: d.text.index(":", d.text.lower().index("noqa")) + 1] + " " + ", ".join(kept)
+        hint = f"remove {', '.join(unused)} from it"
+    elif d.opens_comment and d.more_after:  # '# noqa: RA200 why' -> '# why'
+        text, hint = "#", "remove it"
+    else:  # the directive and the blanks before it go
+        text, hint, start = "", "remove it", d.col - d.blanks_before
+    what = f"{', '.join(unused)} {'silences' if len(unused) == 1 else 'silence'} nothing {where}"
+    return Problem(path, d.line, d.col + 1, d.line, d.end_col + 1, "RA010", f"unused noqa: {what}", hint,
+                   fix=((d.line, start + 1, d.line, d.end_col + 1, text),))
 
 
 def check_file(path: str, *, einops: bool = True, tally: Tally | None = None) -> list[Problem]:
@@ -260,28 +338,43 @@ def check_file(path: str, *, einops: bool = True, tally: Tally | None = None) ->
 
     Only regular files are read (a FIFO would block, a device may never end), and at most MAX_BYTES.
     """
-    try:
-        data = _read(path)
-    except OSError as e:
-        return [Problem(path, 1, 1, 1, 1, "RA002", f"cannot read the file: {describe_os_error(e)}")]
-    except _NotRead as e:
-        return [Problem(path, 1, 1, 1, 1, "RA002", str(e), e.hint)]
-    return check_bytes(data, path, einops=einops, tally=tally)
+    text = read_text(path)
+    if isinstance(text, Problem):
+        return [text]
+    return check_source(text.removeprefix("\ufeff"), path, einops=einops, tally=tally)
 
 
 def check_bytes(data: bytes, path: str, *, einops: bool = True, tally: Tally | None = None) -> list[Problem]:
     """`check_source` on a file's bytes; bytes that are not UTF-8 are one RA002 problem."""
-    if len(data) > MAX_BYTES:
-        return [Problem(path, 1, 1, 1, 1, "RA002", f"the file is larger than {MAX_BYTES // 2**20} MiB: not read",
-                        _TOO_LARGE)]
+    text = decode(data, path)
+    if isinstance(text, Problem):
+        return [text]
+    return check_source(text.removeprefix("\ufeff"), path, einops=einops, tally=tally)
+
+
+def read_text(path: str) -> str | Problem:
+    """A file's text (with its BOM, if it has one), or the RA002 problem that says why it cannot be read."""
     try:
-        source = data.decode("utf-8")
+        data = _read(path)
+    except OSError as e:
+        return Problem(path, 1, 1, 1, 1, "RA002", f"cannot read the file: {describe_os_error(e)}")
+    except _NotRead as e:
+        return Problem(path, 1, 1, 1, 1, "RA002", str(e), e.hint)
+    return decode(data, path)
+
+
+def decode(data: bytes, path: str) -> str | Problem:
+    """Bytes as UTF-8 text (with its BOM, if it has one), or the RA002 problem that says why they are not."""
+    if len(data) > MAX_BYTES:
+        return Problem(path, 1, 1, 1, 1, "RA002", f"the file is larger than {MAX_BYTES // 2**20} MiB: not read",
+                       _TOO_LARGE)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1  # in bytes: the line is not text
         message = f"the file is not UTF-8 (byte 0x{data[e.start]:02x})"
-        return [Problem(path, line, col, line, col + 1, "RA002", message, "save the file as UTF-8")]
-    return check_source(source.removeprefix("\ufeff"), path, einops=einops, tally=tally)
+        return Problem(path, line, col, line, col + 1, "RA002", message, "save the file as UTF-8")
 
 
 class _NotRead(Exception):
@@ -588,6 +681,40 @@ def _literal(node: ast.expr) -> object:
         if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
             return ast.literal_eval(node)
     return UNKNOWN
+
+
+# --- the fixes of --fix --------------------------------------------------------------------------
+# A hint is literal when it quotes the whole fixed pattern (an axis renamed, a group written, a letter-style
+# einsum spaced) or renames a keyword; one that asks for a value (a length, one of several names) is not.
+_QUOTED_PATTERN = re.compile(r": '(?P<pattern>[^'\\]*->[^'\\]*)'$")
+_RENAMED_KEYWORD = re.compile(r"(?:^|: )rename (?P<old>\w+)= to (?P<new>\w+)=(?: \(|$)"
+                              r"|if (?P<index>\w+)= is the index, rename it to (?P<to>\w+)=$")
+
+
+def _with_fix(problem: Problem, call: ast.Call, literal: ast.Constant, lines: list[str]) -> Problem:
+    """The problem with the edits that apply its hint, when the hint is literal and the source can take them."""
+    hint = problem.hint or ""
+    if "its length" in hint:  # a value to choose
+        return problem
+    if m := _QUOTED_PATTERN.search(hint):
+        offset = _pattern_offset(lines, literal, literal.value)
+        if offset is None or literal.value != problem.pattern:
+            return problem
+        line, col, _, _ = _span(lines, literal)
+        start = col + offset
+        return replace(problem, fix=((line, start, line, start + len(literal.value), m["pattern"]),))
+    if m := _RENAMED_KEYWORD.search(hint):
+        old, new = (m["old"], m["new"]) if m["old"] else (m["index"], m["to"])
+        keywords = {k.arg: k for k in call.keywords if k.arg is not None}
+        if old not in keywords or new in keywords or any(k.arg is None for k in call.keywords):
+            return problem  # renamed onto a keyword it has, or **kwargs may hold it
+        k = keywords[old]
+        line = k.lineno
+        col = _char_col(lines[line - 1], k.col_offset) + 1
+        if lines[line - 1][col - 1: col - 1 + len(old)] != old:
+            return problem
+        return replace(problem, fix=((line, col, line, col + len(old), new),))
+    return problem
 
 
 # The library's messages name its own functions; on einops' calls, the functions einops has are einops'.

@@ -91,10 +91,14 @@ def _escape_property(text: str) -> str:
 
 
 JSON_KEYS = ("path", "line", "col", "end_line", "end_col", "code", "message", "hint", "pattern")
+_EDIT_KEYS = ("line", "col", "end_line", "end_col", "text")
 
 
 def format_json(problems: list[Problem], ascii_only: bool = False) -> str:
-    return _dumps([{k: getattr(p, k) for k in JSON_KEYS} for p in problems], ascii_only)
+    """A list of objects: the keys of JSON_KEYS, and ``fix``: the edits of --fix, or null."""
+    return _dumps([{**{k: getattr(p, k) for k in JSON_KEYS},
+                    "fix": {"edits": [dict(zip(_EDIT_KEYS, edit)) for edit in p.fix]} if p.fix else None}
+                   for p in problems], ascii_only)
 
 
 def format_gitlab(problems: list[Problem]) -> str:
@@ -196,11 +200,15 @@ def format_statistics(problems: list[Problem], fmt: str) -> str:
 # --- the summary ---------------------------------------------------------------------------------
 
 
-def summary(problems: list[Problem], files: int, tally: Tally, unreadable: int = 0) -> str:
+def summary(problems: list[Problem], files: int, tally: Tally, unreadable: int = 0, fixed: int = 0) -> str:
     """'Found 3 problems in 2 files (1,245 files, 1,776 einops and 12 rearr patterns checked).',
-    'All checks passed (...).', or, when no file holds a pattern, what was looked at and why nothing was found.
+    'All checks passed (...).', or, when no file holds a pattern, what was looked at and why nothing was found;
+    after --fix, 'Fixed 2 problems; ' before it.
 
     When some path could not be read, a clean result is not 'All checks passed'."""
+    if fixed:
+        line = summary(problems, files, tally, unreadable)
+        return f"Fixed {count(fixed, 'problem')}; {line[0].lower()}{line[1:]}"
     unread = f" {count(unreadable, 'path')} could not be read." if unreadable else ""
     patterns = tally.einops + tally.rearr
     if not patterns and not problems:

@@ -98,7 +98,7 @@ def test_good_files_are_clean(flag):
 
 def test_json_objects_have_exactly_the_documented_keys():
     problems, _ = as_json("tests/fixtures/check/bad/forms.py")
-    keys = {"path", "line", "col", "end_line", "end_col", "code", "message", "hint", "pattern"}
+    keys = {"path", "line", "col", "end_line", "end_col", "code", "message", "hint", "pattern", "fix"}
     assert all(set(p) == keys for p in problems)
     first = problems[0]
     assert first == {
@@ -106,7 +106,9 @@ def test_json_objects_have_exactly_the_documented_keys():
         "code": "RA200", "message": "axis 'c' appears only on the input side and 'd' only on the output side of "
         "rearrange", "hint": "if the output's 'd' is the input's 'c', rename 'd' to 'c': 'b c -> b c'",
         "pattern": "b c -> b d",
+        "fix": {"edits": [{"line": 8, "col": 21, "end_line": 8, "end_col": 31, "text": "b c -> b c"}]},
     }
+    assert problems[1]["fix"] is None  # 'pass its length': a value to choose
 
 
 def test_text_format_says_what_json_says():
