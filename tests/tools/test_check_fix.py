@@ -15,8 +15,8 @@ import einops
 import numpy as np
 import pytest
 from _cli import run
-from test_check_hints import CASES as HINT_CASES
-from test_did_you_mean import CASES as DID_YOU_MEAN
+from _hints import CHECK_CASES as HINT_CASES
+from _hints import LIBRARY_CASES as DID_YOU_MEAN
 
 import rearr
 from rearr.tools import fix, lint

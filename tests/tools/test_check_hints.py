@@ -8,7 +8,8 @@ from __future__ import annotations
 import einops
 import numpy as np
 import pytest
-from test_did_you_mean import apply
+from _hints import CHECK_CASES as CASES
+from _hints import apply
 
 import rearr
 from rearr.errors import RearrError
@@ -20,20 +21,6 @@ def source(module: str, op: str, pattern: str, lengths: dict) -> str:
     return f"import {module}\n{module}.{op}(x, {pattern!r}{keywords})\n"
 
 
-CASES = [  # (op, pattern, lengths, shape, what the hint says)
-    # An input axis that the output writes as a group: every one-sided axis is named, and the group written.
-    ("rearrange", "... rd -> ... (r d)", {"r": 2}, (3, 4), "write it '(r d)': '... (r d) -> ... (r d)'"),
-    ("rearrange", "... rd -> ... (r d)", {}, (3, 4), "write it '(r d)', and pass r= its length"),
-    ("rearrange", "b (h w) -> b hw", {}, (2, 6), "write it '(h w)', and pass h= its length"),
-    # The keyword names the output's axis: the input's is renamed.
-    ("rearrange", "b (h1 w2) h w -> b (h h2) (w w2)", {"h2": 2}, (2, 6, 3, 4),
-     "rename 'h1' to 'h2': 'b (h2 w2) h w -> b (h h2) (w w2)'"),
-    ("rearrange", "b c h w -> b h w chan", {}, (2, 3, 4, 5), "rename 'chan' to 'c': 'b c h w -> b h w c'"),
-    # One unused keyword beside one axis without a length: the rename, however far the spelling.
-    ("repeat", "h -> h c", {"n": 3}, (2,), "rename n= to c="),
-    ("repeat", "h -> h c", {"cc": 3}, (2,), "rename cc= to c="),
-    ("rearrange", "(h w) -> h w", {"h": 2, "hw": 3}, (6,), "rename hw= to w="),
-]
 
 
 @pytest.mark.parametrize("op, pattern, lengths, shape, says", CASES)
