@@ -30,14 +30,16 @@ from typing import Any
 class _RecordType(type):
     def __new__(mcls, name: str, bases: tuple, namespace: dict[str, Any]) -> _RecordType:
         # Requires `from __future__ import annotations` (or eager annotations) in the defining module.
+        if not bases:  # Record itself: its annotations are the class attributes below, not fields
+            return super().__new__(mcls, name, bases, namespace)
         fields = tuple(namespace.get("__annotations__", ()))
-        defaults = {f: namespace.pop(f) for f in fields if f in namespace}  # a slot and a class value clash
-        namespace["__slots__"] = fields
-        cls = super().__new__(mcls, name, bases, namespace)
-        cls._fields = fields
-        cls._defaults = defaults
-        cls._compared = tuple(f for f in fields if f not in namespace.get("_uncompared", ()))
-        return cls
+        uncompared = namespace.get("_uncompared", ())
+        # a default leaves the namespace: a slot and a class value of one name clash
+        namespace["_defaults"] = {f: namespace.pop(f) for f in fields if f in namespace}
+        namespace["__slots__"] = namespace["_fields"] = fields
+        namespace["_compared"] = tuple(f for f in fields if f not in uncompared)
+        namespace["_setters"] = None  # made by the first construction (see Record._setters)
+        return super().__new__(mcls, name, bases, namespace)
 
 
 class Record(metaclass=_RecordType):
@@ -45,23 +47,34 @@ class Record(metaclass=_RecordType):
     _fields: tuple[str, ...] = ()
     _defaults: dict[str, Any] = {}
     _compared: tuple[str, ...] = ()  # the fields that equality, hashing and the repr look at
+    # Each field's slot setter, in the order of _fields, bound on the first construction: __init__ fills a
+    # slot with one call of it, about half of what object.__setattr__ costs (a frozen class cannot use
+    # plain assignment). Not made with the class: `import rearr` and a first call create thirty classes.
+    _setters: tuple[Any, ...] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        setters = self._setters
+        if setters is not None and len(args) == len(setters) and not kwargs:  # every field given, in order
+            for set_field, value in zip(setters, args):
+                set_field(self, value)
+            return
+        cls = type(self)
+        if setters is None:
+            cls._setters = setters = tuple(vars(cls)[f].__set__ for f in cls._fields)
         fields = self._fields
         if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes {len(fields)} fields, {len(args)} were given")
-        assign = object.__setattr__
-        for name, value in zip(fields, args):
-            assign(self, name, value)
-        for name in fields[len(args):]:
+            raise TypeError(f"{cls.__name__} takes {len(fields)} fields, {len(args)} were given")
+        for set_field, value in zip(setters, args):
+            set_field(self, value)
+        for name, set_field in zip(fields[len(args):], setters[len(args):]):
             if name in kwargs:
-                assign(self, name, kwargs.pop(name))
+                set_field(self, kwargs.pop(name))
             elif name in self._defaults:
-                assign(self, name, self._defaults[name])
+                set_field(self, self._defaults[name])
             else:
-                raise TypeError(f"{type(self).__name__} needs the field {name!r}")
+                raise TypeError(f"{cls.__name__} needs the field {name!r}")
         if kwargs:
-            raise TypeError(f"{type(self).__name__} has no field {next(iter(kwargs))!r}")
+            raise TypeError(f"{cls.__name__} has no field {next(iter(kwargs))!r}")
 
     def _values(self) -> tuple:
         return tuple(getattr(self, f) for f in self._fields)
@@ -91,5 +104,7 @@ class Record(metaclass=_RecordType):
 
     def replace(self, **changes: Any) -> Any:
         """A copy with some fields changed, as dataclasses.replace."""
-        return self.__class__(**{f: changes.pop(f) if f in changes else getattr(self, f) for f in self._fields},
-                              **changes)
+        values = [changes.pop(f) if f in changes else getattr(self, f) for f in self._fields]
+        if changes:
+            raise TypeError(f"{type(self).__name__} has no field {next(iter(changes))!r}")
+        return self.__class__(*values)
