@@ -373,12 +373,13 @@ def _operand_dims(
 
 def _check_duplicates(text: str, operand: ir.Operand) -> None:
     seen: set[str] = set()
-    for _, _, node, _ in _walk(ir.Pattern(text, (operand,), None)):
-        if isinstance(node, ir.Axis):
-            if node.name in seen:
-                raise _err(text, "RA201", f"axis {node.name!r} appears twice on one side", node.col,
-                           "each axis appears at most once a side; rename one of them")
-            seen.add(node.name)
+    for dim in operand.dims:
+        for node in dim.items if isinstance(dim, ir.Group) else (dim,):
+            if isinstance(node, ir.Axis):
+                if node.name in seen:
+                    raise _err(text, "RA201", f"axis {node.name!r} appears twice on one side", node.col,
+                               "each axis appears at most once a side; rename one of them")
+                seen.add(node.name)
 
 
 def _axis_names(dims: tuple[Dim, ...]) -> list[str]:
