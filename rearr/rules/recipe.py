@@ -18,6 +18,7 @@ from .._record import Record
 from .._types import ReductionName, ScatterReduction
 from ..errors import RearrError, nearest
 from ..syntax import ir
+from ..syntax.parser import parse as _parse  # every rule reads a parsed pattern: they load together
 
 ELLIPSIS = "…"  # the elementary-axis name that '...' stands for until shapes are known
 
@@ -105,8 +106,6 @@ def parse(text: object) -> ir.Pattern:
             code="RA100",
             hint="pass the pattern as a str, e.g. 'b c h -> b (c h)'",
         )
-    from ..syntax.parser import parse as _parse  # the parser loads on the first pattern, not at import
-
     return _parse(text)
 
 

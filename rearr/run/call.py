@@ -9,6 +9,8 @@ down the careful path to the writer, which keeps the program under that same key
 
 from __future__ import annotations
 
+from functools import cache as _once
+from types import ModuleType
 from typing import Any
 
 from ..backends import _BY_TYPE, backend_for
@@ -18,6 +20,40 @@ from .cache import CAREFUL, direct_key, einsum_key, unindexed_key
 
 # Assigned, not imported: the look-ups are method calls (see rearr.api's _UNINDEXED).
 DIRECT, EINSUM_PAIRS = cache.DIRECT, cache.EINSUM_PAIRS
+
+
+# The careful path's modules, each imported by the first call that needs it and held from then on:
+# `import rearr` loads no rule and no planner, and an import statement in a function body runs
+# importlib's machinery each time (about 12,000 instructions on CPython 3.11: a fifth of a cached
+# scatter with fill=, which takes the careful path on every call).
+
+
+@_once
+def _program() -> ModuleType:
+    from . import program
+
+    return program
+
+
+@_once
+def _indexed() -> ModuleType:
+    from . import indexed
+
+    return indexed
+
+
+@_once
+def _einsum() -> ModuleType:
+    from . import einsum
+
+    return einsum
+
+
+@_once
+def _arguments() -> ModuleType:
+    from ..rules import arguments
+
+    return arguments
 
 
 def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_bounds: bool | str,
@@ -38,25 +74,23 @@ def scatter(src: Any, pattern: str, reduction: str, fill: Any, into: Any, check_
                 raise
             if out is not CAREFUL:  # else it declined before running: the careful path says why
                 return out
-    from ..rules.arguments import fill_value, reduction_error
-    from .indexed import run as run_indexed
-
+    arguments = _arguments()
     try:
         if check_bounds is not True and check_bounds is not False:
             check_bounds_mode(check_bounds, "scatter", pattern)
         if fill is not None and into is not None:
             raise RearrError("fill= and into= exclude each other", code="RA500",
                              hint="into= gives every position a value; drop fill=")
-        err = reduction_error("scatter", reduction, None)
+        err = arguments.reduction_error("scatter", reduction, None)
         if err is not None:
             raise err
         if fill is not None:
-            fill = fill_value(fill, None)
+            fill = arguments.fill_value(fill, None)
         x, backend = src, _BY_TYPE.get(type(src))
         if backend is None:
             x, backend = tensor_and_backend(src)
-        return run_indexed("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
-                           check_bounds, direct)
+        return _indexed().run("scatter", x, backend, pattern, reduction, kwargs, into, 0 if fill is None else fill,
+                              check_bounds, direct)
     except Exception as e:
         raise_in_context(e, "scatter", src, pattern, kwargs, into)
         raise
@@ -81,13 +115,9 @@ def einsum(args: tuple, lengths: dict[str, Any]) -> Any:
                 try:
                     out = run(arg, a, b)
                 except (RuntimeError, ValueError, TypeError) as e:
-                    from .einsum import refused
-
-                    refused(_BY_TYPE[a.__class__], e)
+                    _einsum().refused(_BY_TYPE[a.__class__], e)
                 return out if post is None else out.reshape(post)
-        from .einsum import planned_call
-
-        return planned_call(args, lengths, key)
+        return _einsum().planned_call(args, lengths, key)
     except RearrError as e:
         tensors = args[:-1]
         pattern = args[-1] if args else None
@@ -103,12 +133,9 @@ def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: di
     the unindexed and the direct table as the look-ups built them, under which the program is kept (None
     where a look-up had none: a list input, a length that is not an int, a call that is not a gather
     with check_bounds True or False)."""
-    from .program import length_value, unindexed_program
-
+    program = _program()
     if op == "reduce":
-        from ..rules.arguments import reduction_error
-
-        err = reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
+        err = _arguments().reduction_error("reduce", reduction, pattern if isinstance(pattern, str) else None)
         if err is not None:
             raise err
     try:
@@ -116,16 +143,15 @@ def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: di
         if backend is None:
             tensor, backend = tensor_and_backend(tensor)
         if pattern.__class__ is not str or "[" in pattern:
-            from .indexed import run as run_indexed
-
-            return run_indexed(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds, direct)
+            return _indexed().run(op, tensor, backend, pattern, reduction, lengths, None, 0, check_bounds, direct)
         if key is None:  # the look-up could not key the call as made: key it as it runs
             for value in lengths.values():
                 if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
-                    lengths = {n: length_value(op, pattern, reduction, lengths, n, v) for n, v in lengths.items()}
+                    lengths = {n: program.length_value(op, pattern, reduction, lengths, n, v)
+                               for n, v in lengths.items()}
                     break
             key = unindexed_key(op, pattern, reduction, tensor, lengths)
-        return unindexed_program(op, pattern, reduction, tensor, backend, lengths, key)(tensor, None)
+        return program.unindexed_program(op, pattern, reduction, tensor, backend, lengths, key)(tensor, None)
     except Exception as e:
         raise_in_context(e, op, tensor, pattern, lengths)
         raise
@@ -177,9 +203,7 @@ def index_col(e: RearrError, pattern: str) -> int | None:
 
 def check_bounds_mode(value: object, op: str, pattern: object) -> None:
     """Raise the RearrError for a check_bounds= value that is not a mode (rules.arguments.CHECK_BOUNDS)."""
-    from ..rules.arguments import check_bounds_error
-
-    err = check_bounds_error(value)
+    err = _arguments().check_bounds_error(value)
     if err is not None:
         raise err.with_context(pattern=pattern if isinstance(pattern, str) else None, op=op)
 
