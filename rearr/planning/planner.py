@@ -95,6 +95,10 @@ class _Tracker:
         self.steps: list[Step] = []
         self.layouts: list[Layout] = [Layout(self.shape, self.strides)]
 
+    def take(self, trial: _Tracker) -> None:
+        """Continue from a trial's steps, planned from this tracker's start (rather than plan them again)."""
+        self.shape, self.strides, self.steps, self.layouts = trial.shape, trial.strides, trial.steps, trial.layouts
+
     def _add(self, step: Step, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
         self.steps.append(step)
         self.shape, self.strides = shape, strides
@@ -165,7 +169,8 @@ def plan(
     in_axes = [n for d in ins for n in d.names]
     out_axes = [n for d in outs for n in d.names]
     for name in out_axes:
-        lens.need(name, "output axis", recipe.col(name), ", or pass into=" if recipe.op == "scatter" else "")
+        if name not in lens.value:  # RA301, at the axis's column (looked up for the error only)
+            lens.need(name, "output axis", recipe.col(name), ", or pass into=" if recipe.op == "scatter" else "")
     size = lens.value.__getitem__
     track = _Tracker(shape)
     out_shape = tuple(math.prod(size(n) for n in d.names) for d in outs)
@@ -214,9 +219,8 @@ def _plan_transform(
         trial = _Tracker(track.shape)
         _transform_steps(recipe, trial, in_axes, out_axes, size, merge)
         trial.reshape(out_shape)
-        candidates.append((sum(not s.view for s in trial.steps), len(trial.steps), merge))
-    best = min(candidates)[2]
-    _transform_steps(recipe, track, in_axes, out_axes, size, best)
+        candidates.append((sum(not s.view for s in trial.steps), len(trial.steps), merge, trial))
+    track.take(min(candidates, key=lambda c: c[:3])[3])
 
 
 def _transform_steps(
