@@ -35,6 +35,8 @@ def known_shape(shape: Iterable[object], what: str = "the input", name: str = "x
     """A tensor's shape as lengths (`length_of`). The one rule, used wherever a tensor's length becomes
     an int: an unknown length (a dask array after boolean masking) is RA304, whose fix computes it."""
     shape = tuple(shape)
+    if all(n.__class__ is int for n in shape):  # the lengths of numpy's and torch's shapes: as they are
+        return shape
     if any(map(unknown_length, shape)):
         raise unknown_lengths(f"{what} has shape {shape}, with unknown lengths", name, col)
     return tuple(map(length_of, shape))
@@ -77,13 +79,14 @@ class Lengths:
 
     def given(self, recipe: Recipe, lengths: Iterable[tuple[str, object]]) -> None:
         """The anonymous axes' lengths and the length keywords (checked: RA305); index keywords are skipped."""
+        cols = dict(recipe.cols)
         for name, value in recipe.anon:
-            self.set(name, value, "anonymous axis", recipe.col(name))
+            self.set(name, value, "anonymous axis", cols.get(name))
         index_names = set(recipe.index_names)
         for name, value in lengths:
             if name not in index_names:
                 value = value if symbolic(value) else check_length_value(recipe, name, value)
-                self.set(name, value, KEYWORD, recipe.col(name))
+                self.set(name, value, KEYWORD, cols.get(name))
 
     def set(self, name: str, value: int, source: str, col: int | None) -> None:
         """Record one axis's length; RA303 when it has another already."""
@@ -212,6 +215,8 @@ def expand_names(names: tuple[str, ...], ellipsis_axes: tuple[str, ...]) -> tupl
 
 
 def expand_out(dims: tuple[Dim, ...], ellipsis_axes: tuple[str, ...]) -> tuple[Dim, ...]:
+    if all(ELLIPSIS not in d.names for d in dims):  # no '...': the dims as they are
+        return dims
     out: list[Dim] = []
     for d in dims:
         if d.names == (ELLIPSIS,) and not d.group:
