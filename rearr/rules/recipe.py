@@ -455,6 +455,8 @@ def _resolve_indexes(text: str, op: str, gathers: tuple[IndexSpec, ...], scatter
                      ) -> tuple[tuple[IndexSpec, ...], tuple[IndexSpec, ...], list[str]]:
     """The brackets with their axes (declared, or the default ones), and the gathered tensor's axes
     (the middle tensor's, which a scatter writes from)."""
+    if not gathers and not scatters:  # no bracket: the middle tensor is the input
+        return gathers, scatters, in_axes
     if gathers and scatters:
         for spec in gathers + scatters:
             if not spec.declared:
@@ -531,6 +533,8 @@ _ONE_SIDED = {"rearrange": _rearrange_sides, "reduce": _reduce_sides, "repeat": 
 def _check_keywords(s: _Sides, length_names: tuple[str, ...]) -> None:
     """Every length keyword names an axis or an index; one that names neither is most likely a
     misspelt index (named where it is) or axis."""
+    if not length_names:
+        return
     known = set(_axis_names(s.ins)) | set(_axis_names(s.outs)) | {a for i in s.gathers + s.scatters for a in i.axes}
     for name in length_names:
         if name in s.index_names or name in known:
@@ -549,8 +553,11 @@ def _check_keywords(s: _Sides, length_names: tuple[str, ...]) -> None:
 def _check_inferable(text: str, dims: Sequence[Dim], known: set[str]) -> None:
     """An input group gives the length of one axis that nothing else gives (a keyword, another input
     dimension), never of two: fails whatever the shapes."""
+    groups = [d for d in dims if len(d.names) > 1]  # only a group can hold two unknown axes
+    if not groups:
+        return
     dims_of = Counter(n for d in dims for n in set(d.names))  # how many dimensions hold each axis
-    for dim in dims:
+    for dim in groups:
         unknown = [n for n in dim.names if n not in known and dims_of[n] == 1]
         if len(unknown) > 1:
             raise two_unknowns(text, unknown, dim.col)
