@@ -70,7 +70,7 @@ def _allow_in_graph() -> None:
         torch._dynamo.allow_in_graph(fn)
     # torch's tensor types, the tracers' included, known up front: dynamo then reads the type registry
     # (parse_shape is traced) without importing the backend mid-trace, and it does not change mid-compile.
-    backend = _load("rearr.backends.torch")  # imported, bound to torch (load()) and checked
+    backend = _load("rearr.backends.torch")  # imported, checked and made (which binds torch)
     for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor, FunctionalTensor):
         _BY_TYPE.setdefault(cls, backend)
 

@@ -1,11 +1,11 @@
 """The backend registry: keyed on type(x), looked at only for frameworks already imported.
 
-A backend is one module whose ``BACKEND`` is an instance of a subclass of
-`contract.Backend`, the class that declares every hook (with defaults for the
-optional ones). A new backend is that module plus one line in ``_SPECS`` (or a
-call to `register`). The registry checks a backend against the contract when it
-loads it: when a tensor of its framework first arrives, or at `register` when
-the framework is already imported.
+A backend is one module whose ``BACKEND`` is a subclass of `contract.Backend`,
+the abstract class that declares every hook (with defaults for the optional
+ones). A new backend is that module plus one line in ``_SPECS`` (or a call to
+`register`). The registry checks the class against the contract and makes its
+one instance when it loads it: when a tensor of its framework first arrives, or
+at `register` when the framework is already imported.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "r
 # framework module to look for; its accepts() reads only the type, and array_api_compat loads on first use.
 _GENERIC = "rearr.backends.array_api"
 _BY_TYPE: dict[type, Backend] = {}
-_CHECKED: set[str] = set()  # backend modules that passed contract.check
+_LOADED: dict[str, Backend] = {}  # backend module -> the one instance of its BACKEND class, once checked
 
 
 def register(framework: str, module: str) -> None:
@@ -42,25 +42,26 @@ def register(framework: str, module: str) -> None:
 
 
 def _load(module: str) -> Backend:
-    """The backend of a module (its BACKEND), bound to its framework and checked against the contract (once)."""
-    from . import contract  # here: `import rearr` loads no backend
+    """The backend of a module: its BACKEND class, checked against the contract and made (which binds its
+    framework), once."""
+    backend = _LOADED.get(module)
+    if backend is None:
+        from . import contract  # here: `import rearr` loads no backend
 
-    backend = _backend_of(module)
-    if module not in _CHECKED:
-        contract.check(backend)
-        backend.load()
-        _CHECKED.add(module)
+        cls = _backend_of(module)
+        contract.check(cls)
+        backend = _LOADED[module] = cls()
     return backend
 
 
-def _backend_of(module: str) -> Backend:
-    """A module's BACKEND, imported without its framework (explain reads its templates so)."""
+def _backend_of(module: str) -> type[Backend]:
+    """A module's BACKEND class, imported without its framework (explain reads its templates so)."""
     from . import contract
 
     found = vars(importlib.import_module(module)).get("BACKEND")
-    if not isinstance(found, contract.Backend):
-        raise RearrError(f"backend module {module} has no BACKEND that is a rearr.backends.contract.Backend",
-                         code="RA500", hint="end the module with BACKEND = YourBackend(), a subclass of "
+    if not (isinstance(found, type) and issubclass(found, contract.Backend)):
+        raise RearrError(f"backend module {module} has no BACKEND that is a subclass of rearr.backends.contract."
+                         "Backend", code="RA500", hint="end the module with BACKEND = YourBackend, a subclass of "
                          "rearr.backends.contract.Backend (see docs/backends.md)")
     return found
 

@@ -1,8 +1,11 @@
-"""Messages and helpers that the numpy and torch backends share."""
+"""What every backend shares: the messages of index faults, the search for the first bad value, the
+refusal of a scatter, and small helpers on a plan's index terms. Nothing here imports a framework."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import RearrError
 from ..planning.plan import IndexTerm, IndexUse
@@ -84,6 +87,61 @@ def out_of_range(use: IndexUse, text: str, value: int, position: tuple[int, ...]
     )
 
 
+# --- the first bad value of an index: every backend's exact check ends here ------------------------------
+
+
+def first(values: Any, bad: Any, xp: Any = None) -> tuple[int, tuple[int, ...]] | None:
+    """The value of the array values at the first position (row-major) where the bool array bad holds,
+    and that position; None where it holds nowhere. ``xp``: the arrays' namespace (an Array API one, or
+    numpy, the default: a host copy of the index, as torch's and jax's exact checks read it)."""
+    if xp is None:
+        import numpy as xp  # in sys.modules wherever an index has values on the host
+    (hits,) = xp.nonzero(xp.reshape(bad, (-1,)))
+    if hits.shape[0] == 0:
+        return None
+    k = int(hits[0])
+    position = []
+    for n in reversed(values.shape):
+        position.append(k % n)
+        k //= n
+    position.reverse()
+    return int(xp.reshape(values, (-1,))[int(hits[0])]), tuple(position)
+
+
+def _shifted(position: tuple[int, ...], start: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(p + s for p, s in zip(position, start)) if start else position
+
+
+def refuse_out_of_range(use: IndexUse, text: str, values: Any, xp: Any = None, start: tuple[int, ...] = ()) -> None:
+    """RA501 for the first value of values outside -n <= i < n, if any (``start``: where values begin in
+    the whole index, for a dask block)."""
+    n = use.length
+    found = first(values, (values < -n) | (values >= n), xp)
+    if found is not None:
+        raise out_of_range(use, text, found[0], _shifted(found[1], start))
+
+
+def wraps(dtype: Any, bits: int) -> bool:
+    """Whether an integer dtype (numpy's, or jax's, which are numpy's) holds values that an index dtype
+    of ``bits`` bits cannot: uint64 for int64, int64 and uint32 for int32."""
+    import numpy as np
+
+    info = np.iinfo(dtype)
+    return info.max > 2 ** (bits - 1) - 1 or info.min < -(2 ** (bits - 1))
+
+
+def refuse_beyond(name: str, text: str, values: Any, bits: int, xp: Any = None, start: tuple[int, ...] = ()) -> None:
+    """RA501 for the first value of the integer array values that an index dtype of ``bits`` bits cannot
+    hold (the cast would wrap it to another value, which may look valid), if any."""
+    bad = values > 2 ** (bits - 1) - 1
+    unsigned = values.dtype.kind == "u" if xp is None else xp.isdtype(values.dtype, "unsigned integer")
+    if not unsigned:  # (a negative bound is no value of an unsigned dtype, which may refuse to compare with it)
+        bad = bad | (values < -(2 ** (bits - 1)))
+    found = first(values, bad, xp)
+    if found is not None:
+        raise beyond_index_range(name, text, found[0], _shifted(found[1], start), bits)
+
+
 def refused_index(library: str, e: Exception, text: str) -> RearrError:
     """A native call's refusal of an index value under check_bounds=False, which checked none."""
     return RearrError(f"{library} refused an index: {e}", code="RA501", pattern=text,
@@ -133,3 +191,18 @@ def not_an_index(name: str, value: object, text: str) -> RearrError:
         pattern=text,
         hint=f"pass {name}= as an integer array or tensor (or a list of ints)",
     )
+
+
+def no_scatter(refusal: Callable[[Any, str | None], RearrError]) -> tuple[Callable, Callable]:
+    """The step factory and explain's template of a backend that cannot scatter: both raise
+    ``refusal(x, pattern)`` (x is None for explain), the one error that says why and what to do."""
+    def factory(step: object) -> Callable:
+        def run(x: Any, env: IndexEnv) -> Any:
+            raise refusal(x, env.text)
+
+        return run
+
+    def template(step: object, before: object, names: object) -> list[str]:
+        raise refusal(None, None)
+
+    return factory, template

@@ -1,4 +1,4 @@
-"""The jax backend's own derivative rule: a product scatter's (imported by its load(), once jax is)."""
+"""The jax backend's own derivative rule: a product scatter's (imported when the backend is made, once jax is)."""
 
 from __future__ import annotations
 

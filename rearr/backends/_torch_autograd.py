@@ -1,4 +1,4 @@
-"""The torch backend's own autograd functions (imported by its load(), once torch is)."""
+"""The torch backend's own autograd functions (imported when the backend is made, once torch is)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import torch.autograd.forward_ad as _forward_ad
 from torch._C._functorch import is_functorch_wrapped_tensor as _functorch_wrapped
 
 from ..errors import RearrError
+from ._torch_ops import writer
 
 
 def refuse_forward_mode_prod(text: str, *tensors: torch.Tensor | None) -> None:
@@ -64,12 +65,9 @@ class AddRows(torch.autograd.Function):
 
 
 def _written(target: torch.Tensor, method: str, *args: object) -> torch.Tensor:
-    """target.method_(*args) on a fresh target, out of place where torch.func.vmap batches an argument
-    (vmap refuses to write batched values in place into a tensor not batched at the same level, and
-    the fresh target may not be; see rearr.backends.torch._in_place)."""
-    if any(isinstance(a, torch.Tensor) and _functorch_wrapped(a) for a in args):
-        return getattr(target, method)(*args)
-    return getattr(target, method + "_")(*args)
+    """target.method_(*args) on a fresh target, or out of place where torch.func.vmap batches an argument
+    (_torch_ops.writer)."""
+    return writer(*args)(target, method, *args)
 
 
 class ScatterExtremum(torch.autograd.Function):

@@ -32,6 +32,7 @@ output), they run as the ops above with ``exact=False``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import torch
 from torch._C._functorch import is_functorch_wrapped_tensor as _functorch_wrapped
@@ -41,9 +42,35 @@ from ..planning.plan import IndexUse
 from . import _common
 
 
+def jit_tracing() -> bool:
+    """Whether torch.jit.trace is recording: its tracer sees every op, and keeps no Python function."""
+    return torch._C._get_tracing_state() is not None
+
+
 def traced(t: torch.Tensor) -> bool:
-    """Whether t is seen by a tracer (dynamo's fakes, AOT's functional tensors, torch.jit.trace)."""
-    return type(t) is not torch.Tensor or torch._C._get_tracing_state() is not None
+    """Whether t is seen by a tracer (dynamo's fakes, AOT's functional tensors, torch.jit.trace): then
+    its values are not there to read, and a check of them is an op of the graph."""
+    return t.__class__ is not torch.Tensor or jit_tracing()
+
+
+def in_place(out: torch.Tensor, method: str, *args: object, **kwargs: object) -> torch.Tensor:
+    return getattr(out, method + "_")(*args, **kwargs)
+
+
+def out_of_place(out: torch.Tensor, method: str, *args: object, **kwargs: object) -> torch.Tensor:
+    return getattr(out, method)(*args, **kwargs)
+
+
+def writer(*tensors: object) -> Callable:
+    """How a tensor made for a result is written, ``write(out, method, *args)``: in place
+    (out.method_(...)), or out of place (out.method(...), one more copy) where torch.func.vmap batches
+    one of ``tensors``: vmap refuses to write batched values in place into a tensor not batched at the
+    same level, and a fresh tensor made from x (or from nothing) may not be (x shared across the batch,
+    or wrapped by torch.func.grad only)."""
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and _functorch_wrapped(t):
+            return out_of_place
+    return in_place
 
 
 
@@ -81,16 +108,12 @@ def _range_message(n: int, name: str, axis: str, text: str) -> str:
             f"in {text!r}; check_bounds='sync' names the value and its position")
 
 
-def _jit_tracing() -> bool:
-    return torch._C._get_tracing_state() is not None
-
-
 def assert_in_range(idx: torch.Tensor, n: int, name: str, axis: str, text: str) -> torch.Tensor:
     """The bounds check as a device-side assertion, and negative values counted from the end by
     arithmetic: no value is read back to the host."""
     # torch.func.vmap: the op, whose vmap rule hands it the whole batch. torch.jit.trace: the op, whose
     # output the graph uses; the tracer drops a bare _assert_async, which has none.
-    if _functorch_wrapped(idx) or _jit_tracing():
+    if _functorch_wrapped(idx) or jit_tracing():
         return check_index(idx, n, name, axis, -1, text, False)
     return _asserted_in_range(idx, n, name, axis, text)
 
@@ -112,7 +135,7 @@ def _unique_message(name: str, text: str) -> str:
 
 def assert_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch.Tensor:
     """The duplicate check of 'set' as a device-side assertion: sorted along dim, no two neighbours equal."""
-    if _functorch_wrapped(idx) or _jit_tracing():  # see assert_in_range
+    if _functorch_wrapped(idx) or jit_tracing():  # see assert_in_range
         return check_unique(idx, dim, name, text, False)
     return _asserted_unique(idx, dim, name, text)
 
@@ -127,21 +150,44 @@ def _asserted_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch
     return idx
 
 
-def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str,
-                 exact: bool = True) -> torch.Tensor:
-    """The bounds check of an index into an axis of length n; negative values count from the end.
-    exact=False: the device-side check (assert_in_range)."""
-    if not exact:
-        return _asserted_in_range(idx, n, name, axis, text)
+def check_exact(idx: torch.Tensor, use: IndexUse, text: str, fresh: bool = False) -> torch.Tensor:
+    """The exact bounds check (one host read: the min and max in one transfer; on a bad value, RA501 with
+    the first one and its position), and negative values counted from the end. ``fresh``: a new tensor
+    always (an op may not return its input); else idx itself where no value is negative. torch.func.vmap
+    cannot read values: .item() raises RuntimeError there."""
+    n = use.length
     if idx.numel() and idx.device.type != "meta":
         lo, hi = read_both(*torch.aminmax(idx))
         if lo < -n or hi >= n:
-            bad = ((idx < -n) | (idx >= n)).nonzero()[0]
-            use = IndexUse(name, axis, n, (), tuple(idx.shape), None if col < 0 else col)  # type: ignore[arg-type]
-            raise _common.out_of_range(use, text, int(idx[tuple(bad)]), tuple(bad.tolist()))
-    # Negative values counted from the end, in one native call; a new tensor, as an op may not return
-    # its input. (n == 0 here means an empty index: there is nothing to wrap, and no modulo by 0.)
+            _common.refuse_out_of_range(use, text, idx.numpy(force=True))
+        if lo >= 0 and not fresh:
+            return idx
+    elif not fresh:
+        return idx
+    # remainder: one native call that counts negatives from the end (i + n) and keeps 0 <= i < n. (n == 0
+    # here means an empty index: there is nothing to wrap, and no modulo by 0.)
     return idx.remainder(n) if n else idx.clone()
+
+
+def _check_index(idx: torch.Tensor, n: int, name: str, axis: str, col: int, text: str,
+                 exact: bool = True) -> torch.Tensor:
+    """rearr::check_index's kernel: the check of an index into an axis of length n (exact=False: the
+    device-side one, assert_in_range's), then a new tensor with negative values counted from the end."""
+    if not exact:
+        return _asserted_in_range(idx, n, name, axis, text)
+    use = IndexUse(name, axis, n, (), tuple(idx.shape), None if col < 0 else col)  # type: ignore[arg-type]
+    return check_exact(idx, use, text, fresh=True)
+
+
+def unique_along(idx: torch.Tensor, dim: int, name: str, text: str, mode: bool | str) -> torch.Tensor:
+    """The duplicate check of 'set' along dim, exact or device-side as the call's check_bounds= says
+    (on_device); the index to use (traced: the op's output)."""
+    if on_device(idx, mode):
+        return assert_unique(idx, dim, name, text)
+    if traced(idx) or _functorch_wrapped(idx):
+        return check_unique(idx, dim, name, text)
+    refuse_duplicates(idx, dim, name, text)
+    return idx
 
 
 def refuse_duplicates(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
@@ -207,21 +253,20 @@ def _check_unique_vmap(info, in_dims, idx, dim, name, text, exact=True):
     return check_unique(idx.movedim(in_dims[0], 0), dim + 1, name, text, exact), 0
 
 
-_OPS: tuple = ()
-_LIB = None
+_DEFINED: dict[str, object] = {}  # "ops": the two ops; "lib": the Library that holds their registrations
 _DEFINING = threading.Lock()
 
 
 def _define() -> tuple:
     """The two ops, defined on the first traced call: registering them (register_fake reads this file's
     source) costs milliseconds that an eager program's first call should not pay."""
-    global _OPS, _LIB
-    if _OPS:
-        return _OPS
+    ops = _DEFINED.get("ops")
+    if ops is not None:
+        return ops  # type: ignore[return-value]
     with _DEFINING:
-        if not _OPS:
+        if "ops" not in _DEFINED:
             # torch.library.Library rather than torch.library.custom_op: the same op for the compiler, but
-            # a call costs a plain dispatch instead of custom_op's Python wrappers (about 8x less per call).
+            # a call costs a plain dispatch instead of custom_op's Python wrappers.
             lib = torch.library.Library("rearr", "DEF")
             lib.define("check_index(Tensor idx, SymInt n, str name, str axis, int col, str text, bool exact=True)"
                        " -> Tensor")
@@ -232,8 +277,6 @@ def _define() -> tuple:
             torch.library.register_fake("rearr::check_unique", _like, lib=lib)
             torch.library.register_vmap("rearr::check_index", _check_index_vmap, lib=lib)
             torch.library.register_vmap("rearr::check_unique", _check_unique_vmap, lib=lib)
-            _LIB = lib  # the registrations live as long as the Library object
-            _OPS = (torch.ops.rearr.check_index.default, torch.ops.rearr.check_unique.default)
-    return _OPS
-
-
+            _DEFINED["lib"] = lib  # the registrations live as long as the Library object
+            _DEFINED["ops"] = (torch.ops.rearr.check_index.default, torch.ops.rearr.check_unique.default)
+    return _DEFINED["ops"]  # type: ignore[return-value]

@@ -69,7 +69,7 @@ def unchecked_run(program: Callable, x: Any, env: IndexEnv, backend: Any) -> Any
     try:
         return program(x, env)
     except (IndexError, RuntimeError, ValueError) as e:
-        if not index_fault(e):
+        if not backend.index_fault(e):
             raise
         raise refused_index(backend.name, e, env.text) from None
 
@@ -215,14 +215,6 @@ def after_refusal(program: Callable, x: Any, env: IndexEnv, left: Iterable, back
         indices[use.name] = backend.check_index(t, use, env.text, env.checks)
         counted = counted or indices[use.name] is not t
     return program(x, IndexEnv(env.text, indices, env.fill, env.into, env.checks)) if counted else None
-
-
-def index_fault(e: Exception) -> bool:
-    """Whether a backend's error is an index out of range (numpy's IndexError, torch's messages),
-    not an unsupported dtype or a failed allocation, which keep their own type and message."""
-    text = str(e)
-    return isinstance(e, IndexError) or "out of bounds" in text or "index out of range" in text \
-        or "must have no negative elements" in text  # np.bincount, which numpy's row scatters count with
 
 
 def check_into(into: Any, x: Any, backend: Any) -> None:

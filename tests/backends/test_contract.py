@@ -76,12 +76,60 @@ def test_the_step_vocabulary_is_the_plans():
     assert set(plan.STEP_KINDS) == set(CASES)
 
 
-def test_the_base_declares_every_hook_and_the_lists_name_them_all():
-    """Every public name of contract.Backend is a hook in exactly one of the lists, and no other name."""
-    hooks = {n for n in dir(contract.Backend) if not n.startswith("_")}
-    declared = set(contract.REQUIRED) | set(contract.OPTIONAL) | set(contract.ATTRIBUTES)
-    assert hooks | set(contract.Backend.__annotations__) == declared
-    assert len(declared) == len(contract.REQUIRED) + len(contract.OPTIONAL) + len(contract.ATTRIBUTES)
+def test_the_abstract_methods_are_the_required_hooks_and_the_rest_have_defaults():
+    """What a backend must define is read from the class: its abstract methods (the array functions, the
+    dtype questions, the index conversion and check, one step factory per step kind). Every other public
+    name of the base is an optional hook with its default there, or a declared attribute."""
+    required = set(contract.Backend.__abstractmethods__)
+    assert {"accepts", "convert_index", "check_index", "dtype_kind", "to_numpy"} <= required
+    factories = {n for n in required if "step" in vars(contract.Backend)[n].__annotations__}
+    assert {vars(contract.Backend)[n].__annotations__["step"] for n in factories} == \
+        {k.__name__ for k in plan.STEP_KINDS}
+    optional = {n for n, v in vars(contract.Backend).items() if callable(v) and not n.startswith("_")} - required
+    assert optional == {"checks_step_natively", "checks_natively", "ready_index", "index_fault", "check_into",
+                        "unusual", "program"}
+    attributes = set(contract.Backend.__annotations__)
+    assert attributes == {"name", "TENSOR", "CODE", "INDEXES_OTHER", "READY_INDEXES", "EINSUM_MATMUL"}
+
+
+def test_the_step_table_holds_a_factory_for_every_step_kind():
+    """STEPS, what rearr reads, is made by the base from the factories: one per class of STEP_KINDS."""
+    for module in BACKEND_MODULES:
+        backend = _backend(module)
+        assert set(backend.STEPS) == set(plan.STEP_KINDS)
+        assert all(f.__self__ is backend for f in backend.STEPS.values())
+
+
+def test_no_backend_rebinds_module_globals():
+    """The framework is bound on the instance (self.np, self.torch ...), never by a global statement."""
+    import ast
+    from pathlib import Path
+
+    root = Path(contract.__file__).parent
+    found = [f"{p.name}:{node.lineno}" for p in root.glob("*.py")
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))) if isinstance(node, ast.Global)]
+    assert found == []
+
+
+def test_docs_name_every_hook_of_the_contract():
+    """docs/backends.md's "Writing a backend" lists the required hooks and the optional ones as the class
+    declares them (it once called program required, which has a default)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(contract.__file__).parents[2] / "docs" / "backends.md").read_text(encoding="utf-8")
+    section = text[text.index("## Writing a backend"):]
+    required_part = section[section.index("Required"):section.index("Optional, with their defaults")]
+    optional_part = section[section.index("Optional, with their defaults"):section.index("### The registry line")]
+    named = set(re.findall(r"`([A-Za-z_]+)\(", required_part)) | set(re.findall(r"`([A-Za-z_]+)`", required_part))
+    assert set(contract.Backend.__abstractmethods__) <= named
+    optional = {n for n, v in vars(contract.Backend).items() if callable(v) and not n.startswith("_")} - \
+        set(contract.Backend.__abstractmethods__)
+    attributes = set(contract.Backend.__annotations__) - {"name"}
+    rows = set(re.findall(r"^\| `([A-Za-z_]+)", optional_part, flags=re.M))
+    assert rows <= optional | attributes and attributes <= rows  # each row a hook; each attribute a row
+    assert optional <= set(re.findall(r"`([A-Za-z_]+)\(", optional_part))  # each optional hook named
+    assert "`program(" not in required_part  # a default, not required
 
 
 def test_rearr_reads_no_hook_by_probing():
@@ -99,15 +147,15 @@ def test_rearr_reads_no_hook_by_probing():
 @pytest.mark.parametrize("module", BACKEND_MODULES)
 def test_every_backend_module_names_its_backend(module):
     backend = vars(importlib.import_module(module))["BACKEND"]
-    assert isinstance(backend, contract.Backend)
-    assert type(backend).__module__ == module
+    assert isinstance(backend, type) and issubclass(backend, contract.Backend)
+    assert backend.__module__ == module
 
 
 @pytest.mark.parametrize("module", BACKEND_MODULES)
 def test_every_backend_satisfies_the_contract(module):
     backend = _backend(module)
-    contract.check(backend)  # raises if anything is missing
-    assert set(backend.STEPS) == set(plan.STEP_KINDS)
+    contract.check(type(backend))  # raises if anything is missing
+    assert contract.lacks(type(backend)) == []
 
 
 @pytest.mark.parametrize("kind", plan.STEP_KINDS, ids=lambda k: k.__name__)
@@ -146,38 +194,43 @@ def _index_env(backend, pattern: str, p: plan.Plan, indices: dict, x):
 # --- the check ---------------------------------------------------------------------------
 
 
-def _fake(drop_step=None, drop_function=None, code="all") -> contract.Backend:
-    """A backend with every hook but one step kind or one required function (defined on the base only)."""
-    from rearr.backends import numpy as real
+def _fake(drop=None, code="all") -> type:
+    """A backend class with every hook of numpy's but one (``drop``: left to the base, where it is abstract)."""
+    from rearr.backends.numpy import NumpyBackend as real
 
-    names = {n: staticmethod(vars(real)[n]) for n in contract.REQUIRED if n != drop_function}
-    steps = {k: v for k, v in real.STEPS.items() if k is not drop_step}
+    hooks = {n: vars(real)[n] for n in contract.Backend.__abstractmethods__ if n != drop}
     templates = None if code is None else {k: v for k, v in real.CODE.items() if k is not code}
-    fake = type("FakeBackend", (contract.Backend,), {"name": "fake", "STEPS": steps, "CODE": templates, **names})
-    return fake()
+    return type("FakeBackend", (contract.Backend,), {"name": "fake", "CODE": templates, **hooks})
 
 
 def test_a_complete_backend_passes():
     contract.check(_fake())
 
 
-def test_a_missing_step_kind_is_named():
+def test_a_missing_step_factory_is_named_with_its_step_kind():
     with pytest.raises(rearr.RearrError) as info:
-        contract.check(_fake(drop_step=plan.ScatterAlong))
-    assert "FakeBackend" in info.value.message and "ScatterAlong" in info.value.message
+        contract.check(_fake(drop="scatteralong"))
+    assert "FakeBackend" in info.value.message
+    assert "function scatteralong() (the factory of ScatterAlong steps)" in info.value.message
     assert "docs/backends.md" in info.value.hint
 
 
 def test_a_missing_function_is_named():
     with pytest.raises(rearr.RearrError) as info:
-        contract.check(_fake(drop_function="check_index"))
-    assert "check_index()" in info.value.message
+        contract.check(_fake(drop="check_index"))
+    assert "function check_index()" in info.value.message
+
+
+def test_a_backend_without_a_name_is_refused():
+    with pytest.raises(rearr.RearrError, match="lacks attribute name"):
+        contract.check(type("Nameless", (_fake(),), {"name": ""}))
 
 
 def test_something_that_is_not_a_backend_is_refused():
-    with pytest.raises(rearr.RearrError) as info:
-        contract.check(types.ModuleType("a_module"))
-    assert "is not a rearr.backends.contract.Backend" in info.value.message
+    for thing in (types.ModuleType("a_module"), _fake()()):  # a module; an instance, not the class
+        with pytest.raises(rearr.RearrError) as info:
+            contract.check(thing)
+        assert "is not a subclass of rearr.backends.contract.Backend" in info.value.message
 
 
 def test_code_templates_are_all_or_none():
@@ -203,15 +256,38 @@ def test_every_shipped_backend_has_templates():
         assert vars(importlib.import_module(module))["BACKEND"].CODE is not None, module
 
 
-def test_registering_an_incomplete_backend_fails_at_registration(monkeypatch):
+@pytest.mark.parametrize("drop", ["reduce", "accepts", "dtype_range"])
+def test_registering_an_incomplete_backend_fails_at_registration(monkeypatch, drop):
     module = types.ModuleType("rearr_tests_incomplete_backend")
-    module.BACKEND = _fake(drop_step=plan.Reduce)
+    module.BACKEND = _fake(drop=drop)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     specs = list(backends._SPECS)
     with pytest.raises(rearr.RearrError) as info:
         backends.register("numpy", module.__name__)  # numpy is imported: checked now
-    assert "Reduce" in info.value.message
+    assert f"lacks function {drop}()" in info.value.message
     assert backends._SPECS == specs  # not registered
+
+
+def test_registering_a_complete_backend_makes_one_instance(monkeypatch):
+    """A backend class registered for an imported framework is checked and made (its __init__ binds the
+    framework) at register, once."""
+    from rearr.backends.numpy import NumpyBackend
+
+    made = []
+
+    class Counted(NumpyBackend):
+        def __init__(self) -> None:
+            made.append(self)
+            super().__init__()
+
+    module = types.ModuleType("rearr_tests_counted_backend")
+    module.BACKEND = Counted
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(backends, "_SPECS", list(backends._SPECS))
+    monkeypatch.setattr(backends, "_LOADED", dict(backends._LOADED))
+    backends.register("numpy", module.__name__)
+    assert backends._load(module.__name__) is made[0] and len(made) == 1
+    assert made[0].np is np and made[0].STEPS[plan.Reshape].__self__ is made[0]
 
 
 def test_registering_a_complete_backend_for_a_framework_not_imported_defers_the_check(monkeypatch):

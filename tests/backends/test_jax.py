@@ -369,9 +369,9 @@ def test_a_jitted_gather_is_the_hand_written_program_plus_the_check(size, monkey
     it there)."""
     from collections import Counter
 
-    from rearr.backends import array_api
+    from rearr.backends import _xp
 
-    monkeypatch.setattr(array_api, "_INDEX_DTYPE", {})  # as on the first call of a process
+    monkeypatch.setattr(_xp, "_INDEX_DTYPE", {})  # as on the first call of a process
     b, t, c, k = size
     x, idx = jnp.ones((b, t, c)), jnp.zeros((b, k), jnp.int32)
     rows = math.prod(size) >= 100_000
