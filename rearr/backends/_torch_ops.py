@@ -41,16 +41,19 @@ from ..errors import RearrError
 from ..planning.plan import IndexUse
 from . import _common
 
+_TENSOR = torch.Tensor
+_tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
+
 
 def jit_tracing() -> bool:
     """Whether torch.jit.trace is recording: its tracer sees every op, and keeps no Python function."""
-    return torch._C._get_tracing_state() is not None
+    return _tracing_state() is not None
 
 
 def traced(t: torch.Tensor) -> bool:
     """Whether t is seen by a tracer (dynamo's fakes, AOT's functional tensors, torch.jit.trace): then
     its values are not there to read, and a check of them is an op of the graph."""
-    return t.__class__ is not torch.Tensor or jit_tracing()
+    return t.__class__ is not _TENSOR or _tracing_state() is not None
 
 
 def in_place(out: torch.Tensor, method: str, *args: object, **kwargs: object) -> torch.Tensor:
@@ -61,14 +64,16 @@ def out_of_place(out: torch.Tensor, method: str, *args: object, **kwargs: object
     return getattr(out, method)(*args, **kwargs)
 
 
-def writer(*tensors: object) -> Callable:
+def writer(first: object, *others: object) -> Callable:
     """How a tensor made for a result is written, ``write(out, method, *args)``: in place
     (out.method_(...)), or out of place (out.method(...), one more copy) where torch.func.vmap batches
-    one of ``tensors``: vmap refuses to write batched values in place into a tensor not batched at the
+    one of the tensors given: vmap refuses to write batched values in place into a tensor not batched at the
     same level, and a fresh tensor made from x (or from nothing) may not be (x shared across the batch,
     or wrapped by torch.func.grad only)."""
-    for t in tensors:
-        if isinstance(t, torch.Tensor) and _functorch_wrapped(t):
+    if isinstance(first, _TENSOR) and _functorch_wrapped(first):
+        return out_of_place
+    for t in others:
+        if isinstance(t, _TENSOR) and _functorch_wrapped(t):
             return out_of_place
     return in_place
 

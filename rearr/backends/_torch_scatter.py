@@ -29,18 +29,19 @@ def scatter(backend: Any, step: ScatterRows | ScatterAlong, g: Rows | Along) -> 
     reduction, native = step.reduction, SCATTER_NATIVE.get(step.reduction)
     into_calls = native_calls(step.into, backend)
     half = (torch.float16, torch.bfloat16)
-    prod, kept = reduction == "prod", g.kept
+    prod, kept, traced, writer, index = reduction == "prod", g.kept, ops.traced, ops.writer, g.index
+    onto_kept = g.onto_kept if kept is not None else None  # (Along's, for a small 'sum')
 
     def run(x, env: IndexEnv):
         if prod:
             autograd.refuse_forward_mode_prod(env.text, x, env.into)
-        if kept is not None and env.into is None and env.fill == 0 and x.is_cpu and not ops.traced(x):
-            out = g.onto_kept(x, env)
+        if kept is not None and env.into is None and env.fill == 0 and x.is_cpu and not traced(x):
+            out = onto_kept(x, env)
             if out is not None:
                 return out
-        idx = g.index(env, x)
-        base = arranged_into(env, into_calls)
-        write = ops.writer(idx)  # a fresh tensor is written in place where vmap allows: no second copy
+        idx = index(env, x)
+        base = None if env.into is None else arranged_into(env, into_calls)
+        write = writer(idx)  # a fresh tensor is written in place where vmap allows: no second copy
         fill = env.fill
         if reduction == "set":
             idx = ops.unique_along(idx, g.dim, g.names, env.text, env.checks)
@@ -146,16 +147,13 @@ class Along:
         self.dim, self._shape, self.src_shape = step.dim, step.shape, step.src_shape
         self.term = backend.term(step.term)
         self.expand = step.term.shape != step.src_shape
+        self.index = backend.term(step.term, step.src_shape) if self.expand else self.term  # (env, x) -> idx
         self.names = step.term.index or ""
         self.tensor = backend.TENSOR
         # a small 'sum' on eager CPU tensors: a zero tensor per dtype, kept here (see onto_kept)
         small = step.reduction == "sum" and not self.expand and all(n.__class__ is int for n in step.shape) \
             and math.prod(step.shape) <= _SMALL_ZEROS  # (a symbolic shape: no guard, and no eager call)
         self.kept: dict | None = {} if small else None
-
-    def index(self, env: IndexEnv, x: Any) -> Any:
-        idx = self.term(env, x)
-        return idx.expand(*self.src_shape) if self.expand else idx
 
     def shape(self, x: Any) -> tuple:
         return self._shape
@@ -164,7 +162,8 @@ class Along:
         return write(out, "scatter", self.dim, idx, x)
 
     def add(self, write: Any, x: Any, idx: Any, base: Any) -> Any:
-        return write(x.new_zeros(self._shape), "scatter_add", self.dim, idx, x) if base is None \
+        # (the shape unpacked: torch parses new_zeros(4, 6) faster than new_zeros((4, 6)))
+        return write(x.new_zeros(*self._shape), "scatter_add", self.dim, idx, x) if base is None \
             else base.scatter_add(self.dim, idx, x)
 
     def count(self, write: Any, x: Any, idx: Any, base: Any) -> Any:
@@ -193,7 +192,7 @@ class Along:
             zeros = self._keep_zeros(x.dtype)
             if zeros is None:
                 return None
-        return zeros.scatter_add(self.dim, self.term(env, x), x)
+        return zeros.scatter_add(self.dim, self.term(env, x), x)  # (the term is the index as passed: no expand)
 
     def _keep_zeros(self, dtype: Any) -> Any:
         """The zeros for dtype, made now and kept (at most 16 KiB). Made outside inference_mode, so that they

@@ -53,6 +53,7 @@ class TorchBackend(Backend):
         from . import _torch_autograd, _torch_ops  # import torch: the autograd functions, the checks as ops
 
         self.torch, self.ops, self.autograd = torch, _torch_ops, _torch_autograd
+        self._jit_tracing = _torch_ops.jit_tracing
         self._VF, self._has_torch_function = _VF, has_torch_function
         self._functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batches
         self.TENSOR = torch.Tensor
@@ -274,7 +275,7 @@ class TorchBackend(Backend):
         """Whether t is an index that convert_index returns as it is and the native calls may check
         (checks_natively), in one call: rearr.run's path for a call seen before."""
         return t.__class__ is self.TENSOR and t.dtype is self._int64 and t.is_cpu and like.is_cpu \
-            and not self.ops.jit_tracing()  # type: ignore[attr-defined]
+            and not self._jit_tracing()  # type: ignore[attr-defined]
 
     def index_fault(self, e: Exception) -> bool:
         """IndexError (x[idx]), or a kernel's RuntimeError that names an index out of bounds or range."""
@@ -332,9 +333,13 @@ class TorchBackend(Backend):
 
     # term and row_positions: the index terms as this backend's scatters (_torch_scatter) read them too.
 
-    def term(self, c: IndexTerm) -> Any:
-        """A function (env, x) -> this coordinate's tensor, with only the calls it needs."""
+    def term(self, c: IndexTerm, expand: tuple[int, ...] | None = None) -> Any:
+        """A function (env, x) -> this coordinate's tensor, with only the calls it needs (expand: then
+        expanded to that shape, a view)."""
         torch, shape, stride = self.torch, c.shape, c.stride
+        if c.index is None and expand is not None:
+            arange = self.term(c)
+            return lambda env, x: arange(env, x).expand(*expand)
         if c.index is None:
             n = c.length
             if stride != 1:
@@ -344,6 +349,8 @@ class TorchBackend(Backend):
         permute = not _common.identity_perm(perm)
         view = c.permuted != shape
         if _common.index_as_passed(c):
+            if expand is not None:
+                return lambda env, x: env.indices[name].expand(*expand)
             return lambda env, x: env.indices[name]
 
         def term(env, x):
@@ -352,7 +359,9 @@ class TorchBackend(Backend):
                 t = t.permute(*perm)
             if view:
                 t = t.reshape(*shape) if shape else t.reshape(())
-            return t * stride if stride != 1 else t
+            if stride != 1:
+                t = t * stride
+            return t if expand is None else t.expand(*expand)
 
         return term
 
