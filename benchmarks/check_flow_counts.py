@@ -2,21 +2,20 @@
 
     python benchmarks/check_flow_counts.py [--list] [--mutate] TREE [TREE ...]
 
-For each tree: the *.py files read, the parameters whose jaxtyping annotation gave their shape, the
-calls whose tensor had a known shape (a name bound by an earlier followed call of the same function
-body, an annotated parameter, or a followed call's result passed on), the layers of an nn.Sequential
-that had a known layer before them, and the shape-flow findings among them by code (einops' calls
-and layers included, as with --einops). --list prints each finding, to be read by hand. --mutate
-gives each followed call's pattern one more axis ('b c -> c b' becomes 'b c zz -> c b zz'), a bug
-that fails for certain when the tensor's rank is fixed and the pattern has no '...', and counts how
-many of those the shape flow finds.
-docs/check.md gives the figures for the trees measured.
+For each tree: the *.py files read, the einops and rearr calls with a literal pattern, the parameters
+whose shape a jaxtyping annotation or a docstring gave, the calls whose tensor had a known shape (from
+an earlier call of the same function body, a parameter, `b, n, _ = x.shape`, a rank test, a layer
+attribute's run, a tensor attribute), the layers that had a known layer before them, and the
+shape-flow findings among them by code. --list prints each finding, to be read by hand. --mutate gives
+each followed call's pattern one more axis ('b c -> c b' becomes 'b c zz -> c b zz'), a bug that fails
+for certain when the tensor's rank is fixed and the pattern has no '...', and counts how many of those
+the shape flow finds. docs/check.md gives the figures for the trees measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
+import ast
 import pathlib
 import sys
 
@@ -25,56 +24,22 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from rearr.tools import flow, lint  # noqa: E402
 
 
-class Counter:
-    """Wraps the shape flow's steps to count what each one had to work with."""
-
-    def __init__(self) -> None:
-        self.counts: collections.Counter[str] = collections.Counter()
-        self.findings: list[tuple[str, int, str, str]] = []
-        self.path = ""
-        self.mutate = False
-        checked, chain, parameters = flow._checked, flow._chain, flow._parameters
-
-        def counting_checked(call, calls, known, results):
-            given = flow._tensor(call, calls, known, results)
-            self.counts["followed"] += given is not None
-            if given is not None and self.mutate:
-                self.mutated(call, calls[call], given[1])
-            for found in checked(call, calls, known, results):
-                self.found(found)
-                yield found
-
-        def counting_chain(layer, layers, before):
-            self.counts["layers"] += before is not None
-            err, shape = chain(layer, layers, before)
-            if err is not None:
-                self.found((layer, None, err))
-            return err, shape
-
-        def counting_parameters(function, annotations):
-            known = parameters(function, annotations)
-            self.counts["annotated"] += len(known)
-            return known
-
-        flow._checked, flow._chain, flow._parameters = counting_checked, counting_chain, counting_parameters
-
-    def mutated(self, call, op_pattern, given) -> None:
-        """The call with one more axis on both sides (the input side only for reduce): a certain RA304
-        when the tensor's rank is fixed and the pattern has no '...'."""
-        op, pattern = op_pattern
-        inputs, _, outputs = pattern.partition("->")
-        wrong = f"{inputs.rstrip()} zz -> {outputs.strip()}" + ("" if op == "reduce" else " zz")
-        recipe = flow._recipe(call, op, wrong)
-        if recipe is None:
-            return
-        self.counts["mutated"] += 1
-        err = flow._apply(recipe, flow._lengths(call), given, call.lineno, "call", "x")[0]
-        self.counts["mutated_found"] += err is not None and err.code == "RA304"
-
-    def found(self, found) -> None:
-        call, _, err = found
-        self.counts[err.code] += 1
-        self.findings.append((self.path, call.lineno, err.code, err.message))
+def mutated(source: str, call: ast.Call) -> str | None:
+    """The source with the followed call's pattern given one more axis, or None when it is not a plain
+    one-line literal."""
+    literal = next((a for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)), None)
+    if literal is None or literal.lineno != literal.end_lineno or "->" not in literal.value:
+        return None
+    inputs, _, outputs = literal.value.partition("->")
+    is_reduce = isinstance(call.func, (ast.Name, ast.Attribute)) and "reduce" in ast.unparse(call.func).lower()
+    wrong = f"{inputs.rstrip()} zz -> {outputs.strip()}" + ("" if is_reduce else " zz")
+    lines = source.splitlines(keepends=True)
+    line = lines[literal.lineno - 1]
+    text = line.encode("utf-8")[literal.col_offset:literal.end_col_offset].decode("utf-8")
+    if literal.value not in text:
+        return None
+    lines[literal.lineno - 1] = line.replace(text, text.replace(literal.value, wrong), 1)
+    return "".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -84,28 +49,35 @@ def main(argv: list[str]) -> int:
                         help="also give each followed call's pattern one more axis, and count those found")
     parser.add_argument("trees", nargs="+")
     args = parser.parse_args(argv)
-    counter = Counter()
-    counter.mutate = args.mutate
     for tree in args.trees:
-        counter.counts.clear()
-        counter.findings.clear()
+        stats, tally = flow.Stats(), lint.Tally()
+        findings, mutations, caught = [], 0, 0
         files = sorted(pathlib.Path(tree).rglob("*.py"))
         for path in files:
             try:
                 source = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            counter.path = str(path)
-            lint.check_source(source, str(path), einops=True)
-        c = counter.counts
+            seen = len(stats.followed)
+            for p in lint.check_source(source, str(path), tally=tally, stats=stats):
+                if p.code in ("RA302", "RA303", "RA304"):
+                    findings.append(f"  {p.path}:{p.line}: {p.code} {p.message}")
+            for call in stats.followed[seen:] if args.mutate else ():
+                changed = mutated(source, call)
+                if changed is None:
+                    continue
+                mutations += 1
+                caught += any(p.code == "RA304" and call.lineno <= p.line <= (call.end_lineno or call.lineno)
+                              for p in lint.check_source(changed, str(path)))
+        c = stats.counts
         codes = ", ".join(f"{c[code]} {code}" for code in ("RA302", "RA303", "RA304"))
-        print(f"{tree}: {len(files)} files, {c['annotated']} annotated parameters, {c['followed']} calls followed, "
-              f"{c['layers']} nn.Sequential layers followed; findings: {codes}")
+        print(f"{tree}: {len(files)} files, {tally.einops + tally.rearr} calls with a literal pattern, "
+              f"{c['annotation']} parameters annotated, {c['docstring']} described in a docstring, "
+              f"{c['followed']} calls followed, {c['layers']} layers followed; findings: {codes}")
         if args.mutate:
-            print(f"  with one more axis: {c['mutated_found']} of {c['mutated']} found (RA304)")
+            print(f"  with one more axis: {caught} of {mutations} found (RA304)")
         if args.list:
-            for path, line, code, message in counter.findings:
-                print(f"  {path}:{line}: {code} {message}")
+            print("\n".join(findings))
     return 0
 
 

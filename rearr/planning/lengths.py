@@ -114,7 +114,7 @@ class Lengths:
             else:
                 pending.append((dim, size, where))
         while pending:
-            rest = [d for d in pending if not self._fit(*d)]
+            rest = [d for d in pending if not self.fit(*d)]
             if len(rest) == len(pending):
                 dim, size, where = rest[0]
                 unknown = [n for n in dim.names if n not in self.value]
@@ -124,8 +124,9 @@ class Lengths:
                                    f"{unknown[0]}={_divisor(left, 2)}")
             pending = rest
 
-    def _fit(self, dim: Dim, size: int, where: str) -> bool:
-        """Check a group or unit dimension, or solve its one unknown axis; False when it has two or more."""
+    def fit(self, dim: Dim, size: int, where: str) -> bool:
+        """Check a group or unit dimension, or solve its one unknown axis; False when it has two or more.
+        (rearr check's shape flow asks this of each dimension whose length it knows.)"""
         unknown = [n for n in dim.names if n not in self.value]
         if len(unknown) > 1:
             return False

@@ -188,7 +188,7 @@ def _count(n: int, noun: str) -> str:
 
 def check_source(
     source: str, path: str = "<string>", *, einops: bool = True, tally: Tally | None = None,
-    unused_noqa: bool = False,
+    unused_noqa: bool = False, stats: flow.Stats | None = None,
 ) -> list[Problem]:
     """Every problem in one file's source, in source order, less those that a `# noqa` (on its line) or a
     `# rearr: noqa` (for the file) silences; with ``unused_noqa``, each noqa code that silences nothing
@@ -220,7 +220,8 @@ def check_source(
             tally.einops += literal
         else:
             tally.rearr += literal
-        if found is None and literal and sig.op in flow.FOLLOWED and sig.sizes_at is None:
+        if found is None and literal and sig.sizes_at is None and (
+                sig.op in flow.FOLLOWED or sig.op in flow.MIXES and sig.pattern_at == 0):
             pattern = _argument(call, {k.arg: k.value for k in call.keywords if k.arg}, "pattern", sig.pattern_at)
             (layers if sig.pattern_at == 0 else followed)[call] = (sig.op, pattern.value)  # type: ignore[union-attr]
         if found is not None:
@@ -229,11 +230,15 @@ def check_source(
             if package == "einops":
                 problem = for_einops(problem)
             problems.append(_with_fix(_placed(problem, call), call, found[0], lines))
-    chained = flow.check_sequential(tree, layers) if len(layers) > 1 else iter(())
-    functions = flow.check_functions(tree, followed, source) if followed else iter(())
-    for call, literal_node, err in [*functions, *chained]:
+    chained = flow.check_sequential(tree, layers, source, stats) if layers else iter(())
+    functions = flow.check_functions(tree, followed, source, layers, stats) if followed or layers else iter(())
+    seen = set()
+    for call, literal_node, err in [*chained, *functions]:  # a layer's finding once, if a method runs it too
         lines = lines if lines is not None else _NEWLINE.split(source)
-        problems.append(_placed(_problem(path, lines, literal_node, err, None), call))
+        problem = _placed(_problem(path, lines, literal_node, err, None), call)
+        if (problem.line, problem.col, problem.code, problem.message) not in seen:
+            seen.add((problem.line, problem.col, problem.code, problem.message))
+            problems.append(problem)
     if (problems or unused_noqa) and _MENTIONS_NOQA.search(source):
         directives = noqa_directives(source)
         used: dict[Noqa, set[str]] = {d: set() for d in directives}
