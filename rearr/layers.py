@@ -13,8 +13,16 @@ import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError as e:
+    if e.name != "torch":  # torch is there but something it needs is not: its own error says what
+        raise
+    raise ModuleNotFoundError(
+        "rearr.layers are torch modules, and torch is not installed: pip install torch "
+        "(or, in a checkout of rearr, pip install '.[torch]'); rearr's functions work without it",
+        name="torch") from e
 
 from . import api
 from .errors import RearrError

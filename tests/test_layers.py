@@ -302,6 +302,36 @@ def test_importing_rearr_does_not_import_the_layers_or_torch():
     assert out.split() == ["False", "False"]
 
 
+_WITHOUT_TORCH = """
+import sys
+
+class NoTorch:  # torch is not installed, as far as this process can tell
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "torch":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, NoTorch())
+import numpy as np
+import rearr
+print(rearr.rearrange(np.zeros((2, 3)), "a b -> b a").shape)
+try:
+    import rearr.layers
+except ImportError as e:
+    print(type(e).__name__, e.name)
+    print(e)
+"""
+
+
+def test_the_layers_without_torch_say_how_to_install_it():
+    # Once a bare "No module named 'torch'" from layers.py's first line, with no hint.
+    out = subprocess.run([sys.executable, "-c", _WITHOUT_TORCH], capture_output=True, text=True, check=True,
+                         cwd=rearr.__file__.rsplit("/rearr/", 1)[0]).stdout.splitlines()
+    assert out[0] == "(3, 2)"  # rearr's functions work without torch
+    assert out[1] == "ModuleNotFoundError torch"  # an ImportError, as code that catches one expects
+    assert "rearr.layers are torch modules, and torch is not installed" in out[2]
+    assert "pip install torch" in out[2] and "pip install '.[torch]'" in out[2]
+
+
 def test_layer_code_itself_has_no_graph_break(monkeypatch):
     """The layers' own forward code traces with fullgraph: the public functions are replaced by plain torch
     code here, so that what is measured is layers.py alone (the functions' own tracing is the compile work)."""
