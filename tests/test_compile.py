@@ -5,6 +5,8 @@ Cheap backends ("eager", "aot_eager") throughout; inductor once. Small tensors: 
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -297,6 +299,33 @@ def test_jit_trace_keeps_the_bounds_and_duplicate_checks():
     assert "rearr::check_unique" in str(traced.graph)
     with pytest.raises(RuntimeError, match="RearrError: RA501: .* more than once"):
         traced(torch.randn(3), torch.tensor([1, 1, 2]))
+
+
+# Lengths read from the traced input (x.shape[i] is a 0-d tensor while torch.jit.trace runs), and layers.
+TRACED = {
+    **CASES,
+    "lengths from the shape": (lambda x: rearr.rearrange(x, "(a c) d -> a c d", c=x.shape[1]),
+                               lambda: (torch.zeros(4, 2),)),
+    "repeat by the shape": (lambda x: rearr.repeat(x, "a d -> a d k", k=x.shape[0]), lambda: (torch.zeros(4, 2),)),
+    "layers": (lambda x: rearr.layers.Reduce("b (h h2) c -> b h c", "mean", h2=2)(rearr.layers.Rearrange(
+        "b c h -> b h c")(x)), lambda: (torch.randn(2, 3, 4),)),
+    "einmix": (rearr.layers.EinMix("b t c -> b t d", "c d", c=3, d=5), lambda: (torch.randn(2, 4, 3),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACED))
+def test_jit_trace_raises_no_warning_from_rearr(name):
+    """The planner once warned (TracerWarning) at each comparison of a traced length: the shapes are now
+    read as ints once, without the tracer's warning, and the trace is the same (checks included)."""
+    f, make = TRACED[name]
+    args = make()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", module=r"rearr(\.|$)")  # any warning that rearr's own code raises
+        warnings.filterwarnings("ignore", "`torch.jit.trace", DeprecationWarning)  # torch's, at the call
+        traced = torch.jit.trace(f, args, check_trace=False)
+    _same(traced(*args), f(*args))
+    if name in ("gather", "scatter_set"):
+        assert "rearr::check_" in str(traced.graph)
 
 
 @pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from ..errors import RearrError
 from ..rules.arguments import symbolic
-from ..rules.recipe import ELLIPSIS, Dim, Recipe, anonymous_length, check_length_value, two_unknowns
+from ..rules.recipe import ELLIPSIS, Dim, Recipe, anonymous_length, check_length_value, traced_length, two_unknowns
 
 KEYWORD = "keyword"  # the source of a length passed as a keyword: the fixes change or drop those
 
@@ -37,6 +37,7 @@ def known_shape(shape: Iterable[object], what: str = "the input", name: str = "x
     shape = tuple(shape)
     if all(n.__class__ is int for n in shape):  # the lengths of numpy's and torch's shapes: as they are
         return shape
+    shape = tuple(map(traced_length, shape))
     if any(map(unknown_length, shape)):
         raise unknown_lengths(f"{what} has shape {shape}, with unknown lengths", name, col)
     return tuple(map(length_of, shape))

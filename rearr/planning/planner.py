@@ -156,9 +156,8 @@ def plan(
     """Plan one call; raises RearrError for shapes and lengths that do not fit."""
     try:
         shape = known_shape(shape)
-        for name, index_shape in index_shapes:
-            col = next((s.col for s in recipe.gathers + recipe.scatters if s.name == name), None)
-            known_shape(index_shape, f"index {name!r}", name, col)
+        index_shapes = tuple((name, known_shape(index_shape, f"index {name!r}", name, _index_col(recipe, name)))
+                             for name, index_shape in index_shapes)
     except RearrError as e:
         raise e.with_context(pattern=recipe.text) from None
     ins, outs, ellipsis_axes, lens = resolve(recipe, shape, lengths)
@@ -186,6 +185,10 @@ def plan(
         tuple((n, lens.value[n], lens.source[n]) for n in lens.value),
         indices, gathers, scatters, recipe.reduction, into_shape, tuple(track.layouts),
     )
+
+
+def _index_col(recipe: Recipe, name: str) -> int | None:
+    return next((s.col for s in recipe.gathers + recipe.scatters if s.name == name), None)
 
 
 MAX_DIMS = 64  # numpy's limit (NPY_MAXDIMS), and torch's for most kernels

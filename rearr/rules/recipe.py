@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import sys
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -195,6 +197,7 @@ def einsum_operand_count(recipe: Recipe, tensors: int) -> RearrError | None:
 
 def check_length_value(recipe: Recipe, name: str, value: object) -> int:
     """The int a length keyword stands for (the cache key is always that int), or RA305 saying why not."""
+    value = traced_length(value)
     number = value if isinstance(value, numbers.Integral) else _zero_d_integer(value)
     if not isinstance(value, bool) and number is not None and 0 <= int(number) <= INT64_MAX:
         return int(number)
@@ -248,6 +251,19 @@ def _large(n: int) -> str:
         return f"2**{n.bit_length() - 1}"
     digits = str(n)
     return f"10**{len(digits) - 1}" if digits.rstrip("0") == "1" else f"{n:.3e}"
+
+
+def traced_length(n: object) -> object:
+    """A length that torch.jit.trace hands out as a 0-d tensor (x.shape[i] while it traces) as its int,
+    read without the tracer's TracerWarning; anything else as it is. The plan is made for the traced
+    shapes, which the trace keeps as constants (docs/torch_compile.md), as torch's own modules do with
+    theirs, whose warnings torch silences alike."""
+    torch = sys.modules.get("torch")  # a tensor's library is imported: rearr never imports it for this
+    if torch is None or type(n) is not torch.Tensor or not torch.jit.is_tracing():
+        return n
+    with warnings.catch_warnings():  # only while tracing, which is one thread's work
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        return int(n)
 
 
 def _zero_d_integer(value: object) -> int | None:

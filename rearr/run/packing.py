@@ -13,6 +13,7 @@ from ..errors import RearrError
 from ..planning.lengths import known_shape, length_of
 from ..planning.plan import Reshape
 from ..rules import arguments, recipe
+from ..rules.recipe import traced_length
 from .call import shape_of
 
 
@@ -35,7 +36,7 @@ def pack(tensors: Sequence[Any], pattern: str) -> tuple[Any, list[tuple[int, ...
                                  f"{before + after}", code="RA304", pattern=pattern, col=0,
                                  hint="every packed tensor has the named axes, in order")
             fixed = shape[:before] + shape[len(shape) - after:]
-            first = tuple(tensors[0].shape)
+            first = known_shape(tensors[0].shape, "tensor 0")
             if fixed != first[:before] + first[len(first) - after:]:
                 raise RearrError(f"tensor {i} has shape {shape}; its named axes differ from tensor 0's {first}",
                                  code="RA303", pattern=pattern, col=0,
@@ -82,7 +83,7 @@ def _packed_shapes(packed_shapes: object, total: int, pattern: str) -> list[tupl
         if isinstance(s, str) or not isinstance(s, Iterable):
             raise RearrError(f"packed shape {k} is {s!r}, not a tuple of ints", code="RA305", pattern=pattern,
                              hint=f"write it as a tuple, e.g. ({s!r},)" if _is_length(s) else fix)
-        shape = list(s)
+        shape = list(map(traced_length, s))  # pack's torch.Size, under torch.jit.trace, holds 0-d tensors
         for j, n in enumerate(shape):
             if arguments.symbolic(n):  # what pack returned under torch.compile's dynamic shapes
                 continue

@@ -9,13 +9,14 @@ from ..errors import RearrError
 from ..planning import parse_shape as rule
 from ..planning.lengths import length_of, unknown_length, unknown_lengths
 from ..rules import recipe
+from ..rules.recipe import traced_length
 from .call import shape_of, tensor_and_backend
 
 
 def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
     try:
         x, _ = tensor_and_backend(tensor)
-        shape = tuple(x.shape)
+        shape = tuple(map(traced_length, x.shape))  # a length may stay unknown: no known_shape here
         if pattern.__class__ is not str:
             recipe.parse(pattern)  # the RearrError that says a pattern is a str (not a cache's TypeError)
         result: dict[str, int] = {}
