@@ -219,10 +219,15 @@ def test_cached_call_gives_the_same_result(backend):
     np.testing.assert_array_equal(first, second)
 
 
-def test_repeat_on_numpy_is_a_read_only_view_like_torch_expand():
+def test_repeat_is_einops_repeat_a_writable_copy_on_numpy_a_view_on_torch():
+    # einops repeats with np.tile on numpy (a new, writable array: code writes into it) and with
+    # expand on torch (a stride-0 view); rearr once returned a read-only broadcast view on numpy.
     x = np.arange(6.0).reshape(2, 3)
-    y = rearr.repeat(x, "h w -> h w c", c=4)
-    assert np.shares_memory(x, y) and not y.flags.writeable
+    for c in (4, 1):
+        y = rearr.repeat(x, "h w -> h w c", c=c)
+        assert not np.shares_memory(x, y) and y.flags.writeable and y.flags.c_contiguous
+        y[0, 0, 0] = 100.0
+        assert x[0, 0] == 0.0
     t = torch.arange(6.0).reshape(2, 3)
     assert rearr.repeat(t, "h w -> h w c", c=4).stride()[-1] == 0
 

@@ -94,16 +94,21 @@ def explainable() -> tuple[str, ...]:
     return tuple(name for name, module in _by_name().items() if _backend_of(module).CODE is not None)
 
 
-def code_templates(name: str) -> dict:
-    """The CODE table (explain's templates) of the backend ``name`` (its module's last name, or the
-    framework it is registered for); the framework is not imported."""
+def backend_named(name: str) -> Backend:
+    """The backend ``name`` (its module's last name, or the framework it is registered for), for
+    explain to read its templates and attributes; the framework is not imported."""
     modules = _by_name()
     module = modules.get(name) or next((m for framework, m in _SPECS if framework == name), None)
     if module is None:
         guess = nearest(str(name), modules)
         raise RearrError(f"unknown backend {name!r}", code="RA500",
                          hint=(f"use {guess!r}; the backends are " if guess else "one of ") + ", ".join(modules))
-    templates = _backend_of(module).CODE
+    return _backend_of(module)
+
+
+def code_templates(name: str) -> dict:
+    """The CODE table (explain's templates) of the backend ``name`` (see backend_named)."""
+    templates = backend_named(name).CODE
     if templates is None:
         raise RearrError(f"the {name} backend has no code templates to explain with", code="RA500",
                          hint=f"explain with backend= one of {', '.join(explainable())}")

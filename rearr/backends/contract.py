@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from ..errors import RearrError
 from ..planning.plan import (
+    PLAIN,
     STEP_KINDS,
     AdvancedIndex,
     Expand,
@@ -30,6 +31,7 @@ from ..planning.plan import (
     Permute,
     Reduce,
     Reshape,
+    Results,
     ScatterAlong,
     ScatterRows,
     TakeRows,
@@ -79,6 +81,11 @@ class Backend(abc.ABC):
     # around matmul() (planning.einsum.EinsumMatmul) instead of einsum(spec): what a person writes, and
     # what torch.compile's inductor fuses (its attention pattern matches matmul's graph, not einsum's).
     EINSUM_MATMUL: ClassVar[bool] = False
+    # What the native calls make of a result where frameworks differ (numpy's repeat is einops' np.tile, a
+    # new array; torch's reductions give contiguous results): the planner plans around it so that each
+    # result is laid out as einops' is. Where a field is set, expand() or permute() honours the steps'
+    # view=False (write the result out).
+    RESULTS: ClassVar[Results] = PLAIN
 
     def __init__(self) -> None:
         # Each step kind of rearr.planning.plan -> the factory that lowers it (rearr.run compiles plans with it).

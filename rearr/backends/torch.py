@@ -21,6 +21,7 @@ from ..planning.plan import (
     Permute,
     Reduce,
     Reshape,
+    Results,
     ScatterAlong,
     ScatterRows,
     TakeRows,
@@ -43,6 +44,9 @@ class TorchBackend(Backend):
     # matmul where einsum is a matrix product: torch.einsum's C++ parses its spec on every call, and inductor
     # fuses an attention block written with matmul into one scaled-dot-product kernel, not one with einsum.
     EINSUM_MATMUL = True
+    # torch's reductions give contiguous results: the permute after one is written out (einops reduces a
+    # permuted view, which torch does up to 14 times slower; benchmarks/README.md)
+    RESULTS = Results(reduction_contiguous=True)
 
     def __init__(self) -> None:
         super().__init__()
@@ -185,11 +189,13 @@ class TorchBackend(Backend):
 
     def permute(self, step: Permute) -> Any:
         perm = step.perm
+        if not step.view:  # after a reduction (RESULTS): written out, as einops' result is contiguous
+            return lambda x, env: x.permute(*perm).contiguous()
         return lambda x, env: x.permute(*perm)
 
     @staticmethod
     def code_permute(step: Permute, before: Any, n: CodeNames) -> list[str]:
-        return [f"{n.x} = {n.x}.permute({args(step.perm)})"]
+        return [f"{n.x} = {n.x}.permute({args(step.perm)}){'' if step.view else '.contiguous()'}"]
 
     def expand(self, step: Expand) -> Any:
         shape = step.shape

@@ -13,6 +13,7 @@ import math
 from typing import NamedTuple
 
 from ..errors import RearrError
+from ..rules.arguments import symbolic
 from ..rules.recipe import ELLIPSIS, analyze, einsum_operand_count
 from .lengths import Lengths, dimension, known_shape, length_of
 from .plan import Permute, Reshape
@@ -137,12 +138,26 @@ def _matmul(parts: list[str], sizes: dict, pre: list, post: tuple | None) -> Ein
             or not any(c in a and c in b for c in out)
             and not (any(c in out and c not in b for c in a) and any(c in out and c not in a for c in b))):
         return None
+    if not any(symbolic(sizes[c]) for c in summed) and all(sizes[c] == 1 for c in summed):
+        return None  # nothing is summed: torch.einsum multiplies, and its result has that product's layout
     pre_a, pre_b = (None if p is None else Reshape(tuple(p)) for p in pre)
     straight = _matmul_steps(a, b, summed, out, sizes, pre_a, pre_b, post)
     swapped = _matmul_steps(b, a, summed, out, sizes, pre_b, pre_a, post)
-    if sum(map(len, swapped)) < sum(map(len, straight)):  # fewer steps: the output puts b's axes first
+    if _cost(b, a, out, sizes, swapped) < _cost(a, b, out, sizes, straight):  # the output puts b's axes first
         return EinsumMatmul(swapped[1], swapped[0], True, swapped[2])
     return EinsumMatmul(*straight[:2], False, straight[2])
+
+
+def _cost(x: str, y: str, out: str, sizes: dict, steps: tuple) -> tuple[bool, bool, int]:
+    """matmul(x, y)'s cost, where its result should have torch.einsum's layout: whether the result's
+    axes need reordering (it is then not contiguous; an operand's permute is read by matmul as it is),
+    whether x's free axes come after y's in the output (torch.einsum's result holds the free axes in
+    output order), then the steps. Axes of length 1, which torch.einsum drops, do not count."""
+    long = [c for c in out if symbolic(sizes[c]) or sizes[c] != 1]
+    batch = [c for c in long if c in x and c in y]
+    left, right = [c for c in long if c not in y], [c for c in long if c not in x]
+    late = bool(left and right) and long.index(left[0]) > long.index(right[0])
+    return batch + left + right != long, late, sum(map(len, steps))
 
 
 def _matmul_steps(x: str, y: str, summed: list[str], out: str, sizes: dict, pre_x: Reshape | None,

@@ -111,6 +111,24 @@ Step = Reshape | Permute | Reduce | Expand | TakeRows | GatherAlong | AdvancedIn
 STEP_KINDS: tuple[type, ...] = get_args(Step)  # what every backend's STEPS table covers
 
 
+class Results(Record):
+    """What a backend's native calls make of a result, where the backends differ: the planner plans
+    around it so that every result is laid out as einops' is on that backend (contract.Backend.RESULTS).
+    einops repeats, then reduces after its permute; rearr's plan reduces before the permute (a
+    reduction of a permuted view is up to 14 times slower in torch) and marks the steps that must
+    then write their result out."""
+
+    # repeat writes the repeated values out (einops' np.tile on numpy: a new, writable array), where
+    # otherwise it is a stride-0 view (torch's expand): the planner's Expand steps are view=False
+    repeat_copies: bool = False
+    # a reduction's result is contiguous in its own axis order (torch), where otherwise it is laid out
+    # in its input's memory order (numpy's order='K'): the permute after a reduction is view=False
+    reduction_contiguous: bool = False
+
+
+PLAIN = Results()  # repeats are views, reductions laid out as their input: jax, dask, the Array API
+
+
 class Layout(Record):
     """A tensor's shape and strides (in elements) between two steps, for a contiguous input."""
 

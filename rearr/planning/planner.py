@@ -21,6 +21,7 @@ from .lengths import (
 )
 from .lengths import show as _show
 from .plan import (
+    PLAIN,
     AdvancedIndex,
     Expand,
     GatherAlong,
@@ -31,6 +32,7 @@ from .plan import (
     Plan,
     Reduce,
     Reshape,
+    Results,
     ScatterAlong,
     ScatterRows,
     Step,
@@ -46,6 +48,16 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def order_k_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a copy in the memory order of the original (numpy's order='K'): the axes by
+    decreasing stride, ties in their own order."""
+    out, acc = [0] * len(shape), 1
+    for k in sorted(range(len(shape)), key=lambda k: (strides[k], -k)):
+        out[k] = acc
+        acc *= max(shape[k], 1)
+    return tuple(out)
 
 
 def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -115,21 +127,29 @@ class _Tracker:
         strides = view_strides(self.shape, self.strides, shape)
         self._add(Reshape(shape, strides is not None), shape, strides or contiguous_strides(shape))
 
-    def permute(self, perm: tuple[int, ...]) -> None:
+    def permute(self, perm: tuple[int, ...], copy: bool = False) -> None:
+        """Reorder the axes: a view, or with ``copy`` written out in the new order (contiguous)."""
         perm = tuple(perm)
         if perm == tuple(range(len(perm))):
             return
-        self._add(Permute(perm), tuple(self.shape[p] for p in perm), tuple(self.strides[p] for p in perm))
+        shape = tuple(self.shape[p] for p in perm)
+        strides = contiguous_strides(shape) if copy else tuple(self.strides[p] for p in perm)
+        self._add(Permute(perm, view=not copy), shape, strides)
 
     def fresh(self, step: Step, shape: tuple[int, ...]) -> None:
         """A step that makes a new (contiguous) tensor."""
         self._add(step, tuple(shape), contiguous_strides(tuple(shape)))
 
-    def expand(self, shape: tuple[int, ...]) -> None:
+    def expand(self, shape: tuple[int, ...], copy: bool = False) -> None:
+        """Repeat to ``shape``: a stride-0 view, or with ``copy`` the values written out into a new
+        tensor (as np.tile: C order, or the input's own order, numpy's 'K', where nothing repeats)."""
         shape = tuple(shape)
-        if shape == self.shape:
-            return
-        self._add(Expand(shape), shape, tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides)))
+        if copy:
+            strides = order_k_strides(shape, self.strides) if shape == self.shape else contiguous_strides(shape)
+            self._add(Expand(shape, view=False), shape, strides)
+        elif shape != self.shape:
+            strides = tuple(s if n == m else 0 for n, m, s in zip(self.shape, shape, self.strides))
+            self._add(Expand(shape), shape, strides)
 
 
 # --- errors and index specs (the lengths: lengths.py) -------------------------
@@ -152,8 +172,10 @@ def plan(
     lengths: tuple[tuple[str, object], ...] = (),
     index_shapes: tuple[tuple[str, tuple[int, ...]], ...] = (),
     into_shape: tuple[int, ...] | None = None,
+    results: Results = PLAIN,
 ) -> Plan:
-    """Plan one call; raises RearrError for shapes and lengths that do not fit."""
+    """Plan one call; raises RearrError for shapes and lengths that do not fit. ``results``: what the
+    backend's calls make of a result (contract.Backend.RESULTS)."""
     try:
         shape = known_shape(shape)
         index_shapes = tuple((name, known_shape(index_shape, f"index {name!r}", name, _index_col(recipe, name)))
@@ -176,8 +198,13 @@ def plan(
     if gathers or scatters:
         _plan_indexing(recipe, track, in_axes, out_axes, gathers, scatters, lens, into_shape)
     else:
-        _plan_transform(recipe, track, in_axes, out_axes, size, out_shape)
+        _plan_transform(recipe, track, ins, out_axes, size, out_shape, results)
     track.reshape(out_shape)
+    if not track.steps and not gathers and not scatters and any(len(d.names) != 1 for d in ins + outs):
+        # Where einops reshapes (a group, a unit axis) but the shape stays, the result is still a
+        # new view of x, not x itself, as einops' reshape gives.
+        track.steps.append(Reshape(out_shape))
+        track.layouts.append(track.layouts[-1])
     _check_ndim(recipe, track.steps, out_shape)
     return Plan(
         recipe.op, recipe.text, shape, out_shape, tuple(track.steps),
@@ -208,31 +235,43 @@ def _check_ndim(recipe: Recipe, steps: list[Step], out_shape: tuple[int, ...]) -
 
 
 def _plan_transform(
-    recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size, out_shape: tuple[int, ...]
+    recipe: Recipe, track: _Tracker, ins: tuple[Dim, ...], out_axes: list[str], size, out_shape: tuple[int, ...],
+    results: Results,
 ) -> None:
     """rearrange / reduce / repeat: reshape, reduce, permute, expand (final reshape by the caller).
 
-    Merging the axes that travel together lets a view suffice more often
-    ('a b c -> c (a b)' is a transpose of a (a*b, c) view), but costs two
-    reshapes where a plain permute is already a view: plan both, keep the one
-    with fewer copies, then fewer calls.
+    Merging the axes of one input dimension that travel together lets a view suffice more often
+    ('b (h w) c -> b c (h w)' is one transpose of the input), but can cost calls where a plain permute
+    is already a view: plan both, keep the one with fewer copies, then fewer calls. Axes of two input
+    dimensions are never merged first: on a strided input that merge would copy before the permute,
+    where einops copies in the last reshape (a C-contiguous result). A callable reduction gets einops'
+    tensor: every axis split, the reduced ones last.
     """
+    dim_of = {n: k for k, d in enumerate(ins) for n in d.names}
+    in_axes = [n for d in ins for n in d.names]
     candidates = []
-    for merge in (False, True):
+    for merge in (False, True) if not callable(recipe.reduction) else (False,):
         trial = _Tracker(track.shape)
-        _transform_steps(recipe, trial, in_axes, out_axes, size, merge)
+        _transform_steps(recipe, trial, in_axes, out_axes, size, dim_of if merge else None, results)
         trial.reshape(out_shape)
         candidates.append((sum(not s.view for s in trial.steps), len(trial.steps), merge, trial))
     track.take(min(candidates, key=lambda c: c[:3])[3])
 
 
 def _transform_steps(
-    recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size, merge: bool
+    recipe: Recipe, track: _Tracker, in_axes: list[str], out_axes: list[str], size,
+    dim_of: dict[str, int] | None, results: Results,
 ) -> None:
+    """The steps, each result laid out as einops' (which reduces after its permute): ``dim_of`` (each
+    axis's input dimension), where given, merges the axes of one input dimension that stay together.
+    The reduction runs on the axes in place, then the permute: numpy lays a reduction's result out as
+    its input, so the permuted view is einops' result; torch makes it contiguous, so the permute is
+    written out (``results.reduction_contiguous``). A callable is called as einops calls it, after
+    the permute, on the kept axes in output order and the reduced ones last."""
     out_pos = {n: i for i, n in enumerate(out_axes)}
     blocks: list[list[str]] = []
     for name in in_axes:
-        if blocks and merge:
+        if blocks and dim_of is not None and dim_of[name] == dim_of[blocks[-1][-1]]:
             prev = blocks[-1][-1]
             same_reduced = name not in out_pos and prev not in out_pos
             adjacent = name in out_pos and prev in out_pos and out_pos[name] == out_pos[prev] + 1
@@ -241,31 +280,36 @@ def _transform_steps(
                 continue
         blocks.append([name])
     reduced = tuple(i for i, b in enumerate(blocks) if b[0] not in out_pos)
-    kept = [b for b in blocks if b[0] in out_pos]
-    order = sorted(range(len(kept)), key=lambda i: out_pos[kept[i][0]])
+    kept = [i for i, b in enumerate(blocks) if b[0] in out_pos]
+    order = sorted(kept, key=lambda i: out_pos[blocks[i][0]])
     in_set = set(in_axes)
     new = [n for n in out_axes if n not in in_set]
     if recipe.op == "reduce" and not reduced and not callable(recipe.reduction):
         # Reducing no axis still applies the reduction's dtype rule, as numpy's axis=() does: 'any' gives
         # bools, 'sum' of bools counts, integer 'mean' is refused. (einops returns the input unchanged.)
         track.fresh(Reduce(recipe.reduction, ()), track.shape)
-    if not reduced and not new and order == sorted(order):
+    if not reduced and not new and order == kept:
         return  # the axes keep their order: the caller's one reshape does it all
     track.reshape(tuple(math.prod(size(n) for n in b) for b in blocks))
     if reduced and recipe.reduction in ("min", "max") and any(track.shape[i] == 0 for i in reduced):
         axis = next(n for i in reduced for n in blocks[i] if size(n) == 0)
         raise _err(recipe, "RA400", f"'{recipe.reduction}' over the empty axis {_show(axis)} has no value",
                    recipe.col(axis), "reduce over non-empty axes, or use 'sum'/'any' whose empty result is defined")
-    if reduced:
-        kept_shape = tuple(track.shape[i] for i in range(len(blocks)) if i not in reduced)
-        track.fresh(Reduce(recipe.reduction, reduced), kept_shape)
-    track.permute(tuple(order))
-    firsts = {kept[i][0]: kept[i] for i in order}
+    if reduced and callable(recipe.reduction):
+        track.permute(tuple(order) + reduced)
+        track.fresh(Reduce(recipe.reduction, tuple(range(len(order), len(blocks)))), track.shape[:len(order)])
+    elif reduced:
+        track.fresh(Reduce(recipe.reduction, reduced), tuple(track.shape[i] for i in kept))
+        track.permute(tuple(kept.index(i) for i in order), copy=results.reduction_contiguous)
+    else:
+        track.permute(tuple(order))
     if new:
+        firsts = {blocks[i][0]: blocks[i] for i in order}
         units = [(n, size(n)) if n not in in_set else (n, math.prod(size(a) for a in firsts[n]))
                  for n in out_axes if n not in in_set or n in firsts]
         track.reshape(tuple(1 if n not in in_set else length for n, length in units))
-        track.expand(tuple(length for _, length in units))
+        # numpy's repeat writes the repeated values out, as einops' np.tile: a fresh, writable array
+        track.expand(tuple(length for _, length in units), copy=results.repeat_copies)
 
 
 def _index_lengths(recipe: Recipe, specs, shapes: dict[str, tuple[int, ...]], lens: Lengths) -> tuple[IndexUse, ...]:

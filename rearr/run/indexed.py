@@ -127,7 +127,7 @@ def compile_indexed(
         raise TypeError  # program_of's slower loop says what it is, by its value
     index_shapes = tuple((n, tuple(v)) for n, v in keywords if n in names)
     r = analyze(text, op, reduction, tuple(sorted(n for n, _ in keywords)))
-    p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape)
+    p = planner.plan(r, tuple(shape), lengths, index_shapes, into_shape, results=backend.RESULTS)
     calls, check = compile_steps(p.steps, backend)
     program = one_function(calls if check is None else (check, *calls))
     return p.indices, program, natively_checked(p, backend), one_function(calls)

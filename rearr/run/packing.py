@@ -42,7 +42,7 @@ def pack(tensors: Sequence[Any], pattern: str) -> tuple[Any, list[tuple[int, ...
                                  code="RA303", pattern=pattern, col=0,
                                  hint="the axes named in the pattern have one length in every packed tensor")
             packed = shape[before: len(shape) - after]
-            shapes.append(packed)
+            shapes.append(t.shape[before: len(shape) - after])  # the tensor's own shape type, as einops: torch.Size
             # The packed length written out, not -1: a zero-length named axis leaves -1 undefined.
             pieces.append(_reshape(backend, t, shape[:before] + (_prod(packed),) + shape[len(shape) - after:]))
         return backend.concat(pieces, before), shapes

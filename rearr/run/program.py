@@ -34,7 +34,8 @@ def unindexed_program(op: str, pattern: str, reduction: object, x: Any, backend:
 def compile_unindexed(op: str, text: str, reduction: object, backend: Any, shape: tuple, lengths: tuple) -> Callable:
     """Plan a call without index brackets and compile the Plan to its program run(x, env)."""
     r = analyze(text, op, reduction, tuple(sorted(name for name, _ in lengths)))
-    return one_function(compile_plan(planner.plan(r, tuple(shape), lengths).steps, backend))
+    plan = planner.plan(r, tuple(shape), lengths, results=backend.RESULTS)
+    return one_function(compile_plan(plan.steps, backend))
 
 
 def one_function(calls: tuple) -> Callable:

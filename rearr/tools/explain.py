@@ -192,7 +192,8 @@ def _explain(pattern, shapes, op, reduction, backend, show, kwargs, requires_gra
     given = {n: _as_shape(tuple(v.shape) if _is_tensor(v) else v, f"the shape of index {n!r}")
              for n, v in kwargs.items() if n in r.index_names}
     index_shapes = _index_shapes(r, shape, lengths, given)
-    plan = planner.plan(r, shape, lengths, tuple(sorted(index_shapes.items())))
+    plan = planner.plan(r, shape, lengths, tuple(sorted(index_shapes.items())),
+                        results=backends.backend_named(backend).RESULTS)
 
     used = {n for n, _, _ in plan.lengths} | set(r.index_names) | {_show_axis(n) for n, _, _ in plan.lengths}
     x, out = _fresh("x", used), _fresh("out", used)
@@ -427,10 +428,16 @@ def _why(step: Step, before: _State, after: _State, length: dict[str, int]) -> s
     """The '# view: ...' / '# copy: ...' comment of one step: what the step itself does, from its shapes."""
     show = lambda names: ", ".join(_show_axis(n) for n in names)
     if isinstance(step, Permute):
+        if not step.view:  # after a reduction, on torch
+            return "copy: reorders the axes, written out contiguous (as einops' reduction gives)"
         return "view: reorders the axes (strides only)"
     if isinstance(step, Expand):
         grown = [d for d, (a, b) in enumerate(zip(before.shape, step.shape)) if a != b]
         new = [n for d in grown for n in after.names[d] if length[n] != 1] if after.names is not None else []
+        if not step.view and not new:  # a backend whose repeat copies (numpy, as einops' np.tile)
+            return "copy: a new array, as einops' np.tile gives, though nothing repeats"
+        if not step.view:
+            return f"copy: writes the repeats of {show(new)} out, as einops' np.tile"
         return f"view: repeats {show(new) or 'the new axes'} with stride 0"
     if isinstance(step, Reshape):
         if not step.view:

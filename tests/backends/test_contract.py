@@ -89,7 +89,7 @@ def test_the_abstract_methods_are_the_required_hooks_and_the_rest_have_defaults(
     assert optional == {"checks_step_natively", "checks_natively", "ready_index", "index_fault", "check_into",
                         "unusual", "program"}
     attributes = set(contract.Backend.__annotations__)
-    assert attributes == {"name", "TENSOR", "CODE", "INDEXES_OTHER", "READY_INDEXES", "EINSUM_MATMUL"}
+    assert attributes == {"name", "TENSOR", "CODE", "INDEXES_OTHER", "READY_INDEXES", "EINSUM_MATMUL", "RESULTS"}
 
 
 def test_the_step_table_holds_a_factory_for_every_step_kind():

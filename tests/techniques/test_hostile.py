@@ -1034,9 +1034,14 @@ def test_misspelt_index_keyword_names_the_index_and_the_rename_works():
                                                ("a b -> (a c) b", (1, 3), 2), ("a b -> (a c) b", (2, 3), 2),
                                                ("a b -> a (b c)", (2, 1), 5)])
 def test_repeat_is_writable_exactly_when_explain_says_it_copies(pattern, shape, c):
-    # README promised "h -> (h c)" is fresh and writable; with h = 1 it is a read-only stride-0 view.
+    # On numpy every repeat is a new, writable array, as einops' np.tile (h = 1 or c = 1 included: it was
+    # once a read-only stride-0 view, or a view of x); on torch a stride-0 view where strides allow it,
+    # as einops' expand. explain says which, for the backend it is asked about.
     x = np.arange(math.prod(shape)).reshape(shape)
     out = rearr.repeat(x, pattern, c=c)
+    assert "result: a new tensor" in str(rearr.explain(pattern, shape, op="repeat", backend="numpy", c=c))
+    assert out.flags.writeable and not np.shares_memory(out, x)
+    t = torch.from_numpy(x)
     is_view = "result: a view" in str(rearr.explain(pattern, shape, op="repeat", c=c))
-    assert out.flags.writeable == (not is_view or c == 1)  # c = 1 repeats nothing: a view, as rearrange's
-    assert np.shares_memory(out, x) == is_view
+    out = rearr.repeat(t, pattern, c=c)
+    assert (out.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()) == is_view
