@@ -7,10 +7,11 @@ is) and on a large one (where the native work dominates), on torch and numpy:
     copy      c b h -> b (c h)       permute + one copy: x.permute(1, 0, 2).reshape(B, C*H)
     split     b (h w) c -> b h w c   a view: x.view(B, H, W, C)
     mean      b c h w -> b c         x.mean((2, 3))
-    repeat    h w -> h w c           a view: x.unsqueeze(2).expand(H, W, C)
+    repeat    h w -> h w c           torch: a view, x.unsqueeze(2).expand(H, W, C); numpy: a copy
 
 (numpy: the ndarray methods x.transpose(...), x.reshape(...), x.mean(axis=...)
-and np.broadcast_to for repeat.)
+and np.repeat(x[:, :, None], c, axis=2) for repeat: a new, writable array, as einops'
+np.tile gives it and rearr as einops does.)
 
 Every variant's result is checked against the hand-written one first (same
 values; and whether it is a view of the input, shown as V / C for
@@ -77,7 +78,7 @@ CASES = [
     ("repeat", "repeat", "h w -> h w c",
      {TINY: ((2, 3), {"c": 4}), LARGE: ((1024, 4096), {"c": 3})}, None,
      lambda x, L: x.unsqueeze(2).expand(x.shape[0], x.shape[1], L["c"]),
-     lambda x, L: np.broadcast_to(x[:, :, None], (x.shape[0], x.shape[1], L["c"]))),
+     lambda x, L: np.repeat(x[:, :, None], L["c"], axis=2)),
 ]
 
 
