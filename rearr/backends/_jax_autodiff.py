@@ -34,6 +34,8 @@ def _product_at_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
 def _others(shape: tuple, at: tuple, values: Any) -> Any:
     """For each value, the product of the other values that land on its place: the values sorted by
     place, a product of those before it and one of those after it in its place's run."""
+    if values.size == 0:  # no run to begin or end (shapes are static, under jit too)
+        return jnp.ones(values.shape, values.dtype)
     size = math.prod(shape)
     places = jnp.arange(size).reshape(shape).at[at].get(mode="fill", fill_value=size)  # a dropped one: past the end
     places = jnp.broadcast_to(places, values.shape).reshape(-1)

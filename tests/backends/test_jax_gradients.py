@@ -67,3 +67,44 @@ def test_into_and_a_traced_source_meet() -> None:
     by_into = jax.grad(lambda b: rearr.scatter(src, "e -> v[dst: e]", "prod", dst=dst, into=b).sum())(into)
     np.testing.assert_allclose(np.asarray(by_src), [1.0, 1.0, 1.0, 1.0])
     np.testing.assert_allclose(np.asarray(by_into), [2.0, 1.0, 12.0])
+
+
+@pytest.mark.parametrize("lowering", ["along", "rows"])
+@pytest.mark.parametrize("extra", ["plain", "into", "fill"])
+@pytest.mark.parametrize("shape", [(0, 2), (3, 0)])
+def test_prod_of_an_empty_source_has_its_empty_gradient(lowering: str, extra: str, shape: tuple) -> None:
+    """An empty batch (a graph with no edges): every derivative of a 'prod' scatter is the empty
+    gradient, and into='s is ones where nothing lands, as torch's."""
+    import contextlib
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+    from _planner import rows_lowering_always
+
+    import rearr
+
+    e, c = shape
+    dst = np.zeros((e,), np.int64)
+    into = np.full((3, c), 2.0, np.float32)
+
+    def call(lib, s, b=None):
+        kw = {"into": b} if extra == "into" else {"v": 3, **({"fill": -5.0} if extra == "fill" else {})}
+        return rearr.scatter(s, "e c -> v[dst: e] c", "prod", dst=lib.asarray(dst), **kw)
+
+    src = np.ones(shape, np.float32)
+    with rows_lowering_always() if lowering == "rows" else contextlib.nullcontext():
+        s = torch.tensor(src, requires_grad=True)
+        b = torch.tensor(into, requires_grad=True)
+        call(torch, s, b).sum().backward()
+        for grad in (jax.grad(lambda s: call(jnp, s, jnp.asarray(into)).sum()),
+                     jax.jacfwd(lambda s: call(jnp, s, jnp.asarray(into))),
+                     jax.jacrev(lambda s: call(jnp, s, jnp.asarray(into)))):
+            assert np.asarray(grad(jnp.asarray(src))).shape[-2:] == shape
+        np.testing.assert_array_equal(np.asarray(jax.grad(lambda s: call(jnp, s, jnp.asarray(into)).sum())(
+            jnp.asarray(src))), s.grad.numpy())
+        if extra == "into":
+            by_into = jax.grad(lambda b: call(jnp, jnp.asarray(src), b).sum())(jnp.asarray(into))
+            np.testing.assert_array_equal(np.asarray(by_into), b.grad.numpy())
+            np.testing.assert_array_equal(np.asarray(by_into), np.ones((3, c)))
