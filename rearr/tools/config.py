@@ -297,7 +297,9 @@ def codes(values: Iterable[str], where: str, ignoring: bool = False) -> tuple[st
 def globs(values: Iterable[str], where: str) -> tuple[str, ...]:
     """gitignore-style globs, each checked: one that is most likely a typo is refused."""
     for value in values:
-        error = ignore.glob_error(value)
+        parsed = ignore.parse_line(value.encode("utf-8", "surrogateescape"))
+        error = "it names nothing (a blank or a comment)" if parsed is None or not parsed.pattern else \
+            ignore.glob_error(value)
         if error is not None:
             raise ConfigError(f"{where}: the glob {printable(repr(value))} is malformed: {error}")
     return tuple(values)
@@ -320,7 +322,8 @@ class Configs:
         self.forced = None if config is None else os.path.abspath(config)
         if self.forced is not None:
             if not os.path.isfile(self.forced):
-                raise ConfigError(f"--config {shown(config or '')}: no such file")
+                what = "a folder, not a file" if os.path.isdir(self.forced) else "no such file"
+                raise ConfigError(f"--config {shown(config or '')}: {what}")
             forced = read(self.forced)
             if forced is None:
                 raise ConfigError(f"--config {shown(self.forced)}: it has no [tool.rearr.check] table")

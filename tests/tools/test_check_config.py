@@ -71,6 +71,8 @@ def test_every_toml_spelling_of_the_table_is_read(tmp_path, pyproject):
     ('[tool.rearr.check]\nignore = ["RA001"]\n', ["RA001 cannot be ignored"]),
     ('[tool.rearr.check]\nextend-exclude = ["gen/[z-a]"]\n', ["the glob 'gen/[z-a]' is malformed", "backwards"]),
     ('[tool.rearr.check]\nexclude = ["[^]"]\n', ["the glob '[^]' is malformed"]),
+    ('[tool.rearr.check]\nextend-exclude = ["gen/", " "]\n', ["the glob ' ' is malformed", "names nothing"]),
+    ('[tool.rearr.check]\nper-file-ignores = { "# x" = ["RA2"] }\n', ["the glob '# x' is malformed"]),
     ('[tool.rearr.check]\nforce-exclude = "yes"\n', ["force-exclude must be true or false"]),
     ('[tool.rearr.check]\nper-file-ignores = ["tests"]\n', ["per-file-ignores must be a table"]),
     ('[tool.rearr.check]\nper-file-ignores = { "tests/**" = ["RA9"] }\n', ["unknown code or prefix 'RA9'"]),
@@ -165,6 +167,7 @@ def test_config_names_one_file_for_every_file(tmp_path):
     assert found(run("check", "-q", "--config", "ci.toml", ".", cwd=tmp_path)) == expected
     one_line_error(run("check", "--config", "missing.toml", ".", cwd=tmp_path), "--config missing.toml", "no such")
     one_line_error(run("check", "--config", "base/pyproject.toml", ".", cwd=tmp_path), "no [tool.rearr.check]")
+    one_line_error(run("check", "--config", "base", ".", cwd=tmp_path), "--config base: a folder, not a file")
 
 
 def test_the_work_tree_is_documented_as_the_code_finds_it(tmp_path, monkeypatch):
