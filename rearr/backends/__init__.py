@@ -19,9 +19,12 @@ from ..errors import RearrError, nearest
 if TYPE_CHECKING:
     from .contract import Backend
 
-# (framework module that must already be imported, rearr backend module)
-_SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"), ("torch", "rearr.backends.torch"),
-                                 ("dask.array", "rearr.backends.dask"), ("jax", "rearr.backends.jax")]
+# (framework module that must already be imported, rearr backend module). torch's DTensor before torch:
+# a DTensor is a torch.Tensor too, and its backend is the torch backend for sharded tensors.
+_SPECS: list[tuple[str, str]] = [("numpy", "rearr.backends.numpy"),
+                                 ("torch.distributed.tensor", "rearr.backends._torch_dtensor"),
+                                 ("torch", "rearr.backends.torch"), ("dask.array", "rearr.backends.dask"),
+                                 ("jax", "rearr.backends.jax")]
 # Tried last: any other array with __array_namespace__ (array-api-strict, cupy ...). It has no
 # framework module to look for; its accepts() reads only the type, and array_api_compat loads on first use.
 _GENERIC = "rearr.backends.array_api"
@@ -85,8 +88,10 @@ def backend_for(x: object) -> Backend:
 
 
 def _by_name() -> dict[str, str]:
-    """Each backend module by its short name (numpy, torch, dask, array_api), without importing it."""
-    return {module.rpartition(".")[2]: module for module in (*(m for _, m in _SPECS), _GENERIC)}
+    """Each backend module by its short name (numpy, torch, dask, array_api), without importing it; not a
+    private one (_torch_dtensor: torch's code, for sharded tensors)."""
+    modules = (*(m for _, m in _SPECS), _GENERIC)
+    return {module.rpartition(".")[2]: module for module in modules if not module.rpartition(".")[2].startswith("_")}
 
 
 def explainable() -> tuple[str, ...]:

@@ -106,7 +106,7 @@ def can_assert(t: torch.Tensor) -> None:
                          hint="pass check_bounds='sync' (the exact check, one host read per index) or False")
 
 
-def _range_message(n: int, name: str, axis: str, text: str) -> str:
+def range_message(n: int, name: str, axis: str, text: str) -> str:
     # a symbolic length (torch.compile's dynamic shapes) is a name at trace time, not the number it will be
     length, bounds = (f"of length {n}", f"{-n} <= i < {n}") if n.__class__ is int else ("of length n", "-n <= i < n")
     return (f"rearr RA501: index {name!r} holds a value outside axis {axis!r} {length} (values lie in {bounds}), "
@@ -127,13 +127,13 @@ def _asserted_in_range(idx: torch.Tensor, n: int, name: str, axis: str, text: st
     can_assert(idx)
     if idx.numel():
         lo, hi = torch.aminmax(idx)  # one pass; the comparisons are of two 0-d tensors
-        torch._assert_async((lo >= -n) & (hi < n), _range_message(n, name, axis, text))
+        torch._assert_async((lo >= -n) & (hi < n), range_message(n, name, axis, text))
     # remainder: one call that counts negatives from the end (i + n) and keeps 0 <= i < n; a new tensor
     # (an op may not return its input). n == 0: an empty index, or one that the assertion refuses.
     return idx.remainder(n) if n else idx.clone()
 
 
-def _unique_message(name: str, text: str) -> str:
+def unique_message(name: str, text: str) -> str:
     return (f"rearr RA501: index {name!r} writes the same position more than once under 'set', in {text!r}; "
             "check_bounds='sync' raises the exact error")
 
@@ -151,7 +151,7 @@ def _asserted_unique(idx: torch.Tensor, dim: int, name: str, text: str) -> torch
     if length > 1:
         s = idx.sort(dim).values
         same = s.narrow(dim, 1, length - 1) == s.narrow(dim, 0, length - 1)
-        torch._assert_async(same.any().logical_not(), _unique_message(name, text))
+        torch._assert_async(same.any().logical_not(), unique_message(name, text))
     return idx
 
 

@@ -151,6 +151,14 @@ class Backend(abc.ABC):
         checks there without a host read under "async" (and True, where it so documents); one whose
         values are in host memory makes the exact check in every mode."""
 
+    def check_indexes(self, items: list[tuple[Any, IndexUse]], text: str, mode: bool | str = True) -> list:
+        """The checks of one call's indexes at once (``items``: each index with its use, in the plan's
+        order): the checked indexes, in that order. The careful path asks it once per call, so that a
+        backend whose indexes are spread over processes decides for all of them with one exchange (torch's
+        DTensor: one all-reduce of a small flag); the default checks each with check_index, and the
+        cached path of READY_INDEXES backends calls check_index itself."""
+        return [self.check_index(t, use, text, mode) for t, use in items]
+
     # --- required: the step factories (step -> call(x, env)), one per class of plan.STEP_KINDS --------
 
     @abc.abstractmethod

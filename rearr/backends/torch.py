@@ -9,6 +9,7 @@ _torch_ops.py, the autograd functions in _torch_autograd.py (both import torch).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..errors import RearrError
@@ -295,6 +296,11 @@ class TorchBackend(Backend):
             return value  # the common case, without a call
         if _common.masked(value):  # torch.as_tensor would drop the mask
             raise _common.masked_index(name, text)
+        if value.__class__ is not torch.Tensor and _is_dtensor(value):  # (a plain input: this backend's)
+            raise RearrError(f"index {name!r} is a DTensor and the input a plain tensor", code="RA501",
+                             pattern=text, hint=f"make the input a DTensor on {name}.device_mesh (distribute_tensor("
+                             f"x, {name}.device_mesh, placements) or DTensor.from_local), or pass "
+                             f"{name}={name}.full_tensor()")
         try:
             t = value if isinstance(value, torch.Tensor) else torch.as_tensor(_common.native_order(value))
         except (TypeError, ValueError, RuntimeError):
@@ -476,6 +482,12 @@ class TorchBackend(Backend):
 
 
 # --- what the steps and the templates share --------------------------------------------------------------
+
+
+def _is_dtensor(t: object) -> bool:
+    """Whether t is a DTensor, without importing torch.distributed.tensor (none exists before it is)."""
+    module = sys.modules.get("torch.distributed.tensor")
+    return module is not None and isinstance(t, module.DTensor)
 
 
 def _in_memory_order(t: Any) -> Any:

@@ -34,16 +34,18 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
     uses, program, natively_checked, unchecked = program_of(op, x, backend, pattern, reduction, kwargs,
                                                             into_shape, check_bounds)
     indices: dict[str, Any] = {}
-    left_to_native = []
+    left_to_native, to_check = [], []
     native = check_bounds != "async"  # "async": device-side checks only, never a host read after a refusal
     for use in uses:
-        t = backend.convert_index(kwargs[use.name], x, use.name, pattern, check_bounds)
+        t = indices[use.name] = backend.convert_index(kwargs[use.name], x, use.name, pattern, check_bounds)
         if check_bounds:
             if native and use.name in natively_checked and backend.checks_natively(t):
                 left_to_native.append(use)
             else:
-                t = backend.check_index(t, use, pattern, check_bounds)
-        indices[use.name] = t
+                to_check.append((t, use))
+    if to_check:  # all at once: a sharded backend decides for every index with one exchange
+        for (_, use), t in zip(to_check, backend.check_indexes(to_check, pattern, check_bounds)):
+            indices[use.name] = t
     env = IndexEnv(pattern, indices, fill, into, check_bounds)
     if left_to_native:
         try:
@@ -210,17 +212,17 @@ def after_refusal(program: Callable, x: Any, env: IndexEnv, left: Iterable, back
     before any work) runs the program with those counted: the one run that did its work. Otherwise
     None: the program's own error stands, raised by the caller."""
     indices, counted = dict(env.indices), False
-    for use in left:
-        t = indices[use.name]
-        indices[use.name] = backend.check_index(t, use, env.text, env.checks)
-        counted = counted or indices[use.name] is not t
+    items = [(indices[use.name], use) for use in left]
+    for (t, use), checked in zip(items, backend.check_indexes(items, env.text, env.checks)):
+        indices[use.name] = checked
+        counted = counted or checked is not t
     return program(x, IndexEnv(env.text, indices, env.fill, env.into, env.checks)) if counted else None
 
 
 def check_into(into: Any, x: Any, backend: Any) -> None:
     if backend_for(into) is not backend:
-        raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
-                         hint="convert one of them")
+        raise RearrError(f"into= must be the same kind of tensor as the source: into= is a {type(into).__name__}, "
+                         f"the source a {type(x).__name__}", code="RA500", hint="convert one of them")
     devices = getattr(into, "device", None), getattr(x, "device", None)  # None: a jax tracer has no device
     if into.dtype != x.dtype or None not in devices and devices[0] != devices[1]:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
