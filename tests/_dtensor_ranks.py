@@ -7,6 +7,7 @@ rule says so). Inputs are made alike on every rank (one seed), outside the count
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
 import torch
@@ -48,9 +49,11 @@ def _cases() -> list[tuple]:
         ("gather rows", "rearrange", "n[idx: k] c -> k c", (None,), (8, 6), {"idx": ((10,), 8, False)}, {},
          {None: lambda x, idx: torch.gather(x, 0, idx.reshape(10, 1).expand(10, 6))}),
         ("gather rows, batched", "rearrange", "b n[idx: b k] c -> b k c", (None,), (8, 64, 16),
-         {"idx": ((8, 4), 64, False)}, {}, {None: lambda x, idx: torch.gather(x, 1, idx.reshape(8, 4, 1).expand(8, 4, 16))}),
+         {"idx": ((8, 4), 64, False)}, {},
+         {None: lambda x, idx: torch.gather(x, 1, idx.reshape(8, 4, 1).expand(8, 4, 16))}),
         ("gather rows + arange", "rearrange", "b n[idx: k] c -> b k c", (None,), (8, 64, 16),
-         {"idx": ((4,), 64, False)}, {}, {None: lambda x, idx: torch.gather(x, 1, idx.reshape(1, 4, 1).expand(8, 4, 16))}),
+         {"idx": ((4,), 64, False)}, {},
+         {None: lambda x, idx: torch.gather(x, 1, idx.reshape(1, 4, 1).expand(8, 4, 16))}),
         ("gather advanced", "rearrange", "n[i: k] c[j: k] -> k", (None,), (8, 6),
          {"i": ((10,), 8, False), "j": ((10,), 6, False)}, {},
          {None: lambda x, i, j: x.view(48, 1).index_select(0, i * 6 + j).view(10)}),
@@ -74,7 +77,8 @@ def _cases() -> list[tuple]:
              8, 6).scatter_add(0, dst.reshape(10, 1).expand(10, 6), m))}),
         ("message passing, rows", "scatter", "v[src: e] c -> v[dst: e] c", ("sum", "mean", "max"), (64, 128),
          {"src": ((300,), 64, False), "dst": ((300,), 64, False)}, {},
-         {"sum": lambda x, src, dst: _then(x.index_select(0, src), lambda m: m.new_zeros(64, 128).index_add(0, dst, m))}),
+         {"sum": lambda x, src, dst: _then(x.index_select(0, src),
+                                           lambda m: m.new_zeros(64, 128).index_add(0, dst, m))}),
         # 'set': the duplicate check first gathers the index along the axis it writes (_whole), where
         # torch's scatter would gather it too, and the scatter is given the gathered index
         ("scatter along (set)", "scatter", "r c -> r m[idx: c]", ("set",), (8, 6), {"idx": ((6,), 8, True)},
@@ -82,7 +86,8 @@ def _cases() -> list[tuple]:
         ("scatter along, 2-d index (set)", "scatter", "b k -> b n[idx]", ("set",), (8, 6),
          {"idx": ((8, 6), 7, True)}, {"n": 7}, {"set": lambda x, idx: x.new_zeros(8, 7).scatter(1, _whole(idx, 1), x)}),
         ("scatter small rows (set)", "scatter", "e c -> v[dst: e] c", ("set",), (8, 6), {"dst": ((8,), 10, True)},
-         {"v": 10}, {"set": lambda x, dst: x.new_zeros(10, 6).scatter(0, _whole(dst.reshape(8, 1).expand(8, 6), 0), x)}),
+         {"v": 10},
+         {"set": lambda x, dst: x.new_zeros(10, 6).scatter(0, _whole(dst.reshape(8, 1).expand(8, 6), 0), x)}),
         ("scatter rows (set)", "scatter", "e c -> v[dst: e] c", ("set",), (256, 128), {"dst": ((256,), 300, True)},
          {"v": 300}, {"set": lambda x, dst: x.new_zeros(300, 128).index_copy(0, _whole(dst, 0), x)}),
     ]
@@ -113,8 +118,9 @@ def cases(rank: int, world: int, grad: bool) -> list[dict]:
     2-d one Shard(1) too): the result against the unsharded call, the placement against the hand-written
     ops', the collectives of the checked call, the unchecked one and the hand-written one; with grad,
     x's gradient too. The inputs are compared after the calls (none is modified)."""
-    import rearr
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor, init_device_mesh
+
+    import rearr
 
     mesh = init_device_mesh("cpu", (world,))
     rows = []
@@ -147,8 +153,8 @@ def cases(rank: int, world: int, grad: bool) -> list[dict]:
                         return rearr.scatter(x, pattern, reduction, check_bounds=checks, **idx, **lengths)
 
                     try:
-                        out, checked = _counted(lambda: call(True))
-                        _, unchecked = _counted(lambda: call(False))
+                        out, checked = _counted(partial(call, True))
+                        _, unchecked = _counted(partial(call, False))
                         want = rearr.rearrange(X, pattern, **plain, **lengths) if op == "rearrange" else \
                             rearr.scatter(X, pattern, reduction, **plain, **lengths)
                         row = {"case": label, "equal": bool(torch.allclose(out.full_tensor(), want)),
@@ -156,7 +162,7 @@ def cases(rank: int, world: int, grad: bool) -> list[dict]:
                                "sharded index": pi != "R"}
                         hand = hands.get(reduction)
                         if hand is not None:
-                            made, row["hand"] = _counted(lambda: hand(x, **idx))
+                            made, row["hand"] = _counted(partial(hand, x, **idx))
                             row["hand placement"] = _placements(made)
                         if grad:
                             (out.square() if reduction == "prod" else out).sum().backward()
@@ -175,8 +181,9 @@ def cases(rank: int, world: int, grad: bool) -> list[dict]:
 
 def _more(mesh: Any, world: int) -> list[dict]:
     """into=, fill=, the ops without an index, a list input, einsum, and a 2-D mesh."""
-    import rearr
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor, init_device_mesh
+
+    import rearr
 
     generator = torch.Generator().manual_seed(1)
     X = torch.randn(8, 6, dtype=torch.float64, generator=generator)
@@ -194,27 +201,29 @@ def _more(mesh: Any, world: int) -> list[dict]:
             rows.append({"case": label, "error": f"{type(e).__name__}: {str(e)[:300]}"})
 
     S0, S1, R = [Shard(0)], [Shard(1)], [Replicate()]
+    rows_pattern = "e c -> v[dst: e] c"
     for px in (S0, S1, R):
         x, d = distribute_tensor(X, mesh, px), distribute_tensor(dst, mesh, S0)
         for r in (*REDUCTIONS, "set"):
             dd, plain_d = (distribute_tensor(torch.arange(8) % 8, mesh, S0), torch.arange(8) % 8) if r == "set" \
                 else (d, dst)
             v = 8 if r == "set" else 5
-            check(f"into= {r} x={px[0]}", lambda: rearr.scatter(x, "e c -> v[dst: e] c", r, dst=dd, v=v,
-                                                               into=distribute_tensor(torch.cat([into] * 2)[:v], mesh, S1)),
-                  rearr.scatter(X, "e c -> v[dst: e] c", r, dst=plain_d, v=v, into=torch.cat([into] * 2)[:v]))
-            check(f"fill=-1 {r} x={px[0]}", lambda: rearr.scatter(x, "e c -> v[dst: e] c", r, dst=dd, v=v + 2, fill=-1),
-                  rearr.scatter(X, "e c -> v[dst: e] c", r, dst=plain_d, v=v + 2, fill=-1))
-        check(f"rearrange x={px[0]}", lambda: rearr.rearrange(x, "a (b c) -> (a b) c", c=2),
+            start = torch.cat([into] * 2)[:v]
+            check(f"into= {r} x={px[0]}", partial(rearr.scatter, x, rows_pattern, r, dst=dd, v=v,
+                                                  into=distribute_tensor(start, mesh, S1)),
+                  rearr.scatter(X, rows_pattern, r, dst=plain_d, v=v, into=start))
+            check(f"fill=-1 {r} x={px[0]}", partial(rearr.scatter, x, rows_pattern, r, dst=dd, v=v + 2, fill=-1),
+                  rearr.scatter(X, rows_pattern, r, dst=plain_d, v=v + 2, fill=-1))
+        check(f"rearrange x={px[0]}", partial(rearr.rearrange, x, "a (b c) -> (a b) c", c=2),
               rearr.rearrange(X, "a (b c) -> (a b) c", c=2))
         for r in ("sum", "mean", "max", "min", "prod"):
-            check(f"reduce {r} x={px[0]}", lambda: rearr.reduce(x, "a b -> b", r), rearr.reduce(X, "a b -> b", r))
-        check(f"repeat x={px[0]}", lambda: rearr.repeat(x, "a b -> a b k", k=3), rearr.repeat(X, "a b -> a b k", k=3))
-        check(f"einsum x={px[0]}", lambda: rearr.einsum(x, distribute_tensor(Y, mesh, R), "a b, b c -> a c"),
+            check(f"reduce {r} x={px[0]}", partial(rearr.reduce, x, "a b -> b", r), rearr.reduce(X, "a b -> b", r))
+        check(f"repeat x={px[0]}", partial(rearr.repeat, x, "a b -> a b k", k=3), rearr.repeat(X, "a b -> a b k", k=3))
+        check(f"einsum x={px[0]}", partial(rearr.einsum, x, distribute_tensor(Y, mesh, R), "a b, b c -> a c"),
               rearr.einsum(X, Y, "a b, b c -> a c"))
-        check(f"list input x={px[0]}", lambda: rearr.rearrange([x, x], "l a b -> a (l b)"),
+        check(f"list input x={px[0]}", partial(rearr.rearrange, [x, x], "l a b -> a (l b)"),
               rearr.rearrange([X, X], "l a b -> a (l b)"))
-        check(f"float16 mean x={px[0]}", lambda: rearr.scatter(x.half(), "e c -> v[dst: e] c", "mean", dst=d, v=5),
+        check(f"float16 mean x={px[0]}", partial(rearr.scatter, x.half(), "e c -> v[dst: e] c", "mean", dst=d, v=5),
               rearr.scatter(X.half(), "e c -> v[dst: e] c", "mean", dst=dst, v=5))
     m2 = init_device_mesh("cpu", (1, world), mesh_dim_names=("dp", "tp"))
     idx = torch.randint(0, 6, (8, 3), generator=generator)
@@ -223,8 +232,8 @@ def _more(mesh: Any, world: int) -> list[dict]:
         i2 = distribute_tensor(idx, m2, placements)
         label = f"2-D mesh gather, index {[str(p) for p in placements]}"
         try:
-            out, comms = _counted(lambda: rearr.rearrange(x2, "b n[idx] -> b k", idx=i2))
-            _, unchecked = _counted(lambda: rearr.rearrange(x2, "b n[idx] -> b k", idx=i2, check_bounds=False))
+            out, comms = _counted(partial(rearr.rearrange, x2, "b n[idx] -> b k", idx=i2))
+            _, unchecked = _counted(partial(rearr.rearrange, x2, "b n[idx] -> b k", idx=i2, check_bounds=False))
             rows.append({"case": label, "equal": bool(torch.equal(out.full_tensor(), torch.gather(X, 1, idx))),
                          "placement": _placements(out), "checked": comms, "unchecked": unchecked,
                          "sharded index": True})
@@ -233,9 +242,27 @@ def _more(mesh: Any, world: int) -> list[dict]:
     return rows
 
 
-def everything(rank: int, world: int) -> dict:
-    """The case matrix without and with gradients, then the bad inputs: one spawn for the three."""
-    return {"cases": cases(rank, world, False), "grad": cases(rank, world, True), "bad": bad_inputs(rank, world)}
+def everything(rank: int, world: int, pages: list[tuple[str, str]]) -> dict:
+    """The case matrix without and with gradients, the bad inputs, then the docs' examples for ranks
+    (``pages``: where each is and its code): one spawn for the four."""
+    return {"cases": cases(rank, world, False), "grad": cases(rank, world, True), "bad": bad_inputs(rank, world),
+            "pages": [page_example(where, code) for where, code in pages]}
+
+
+def page_example(where: str, code: str) -> str:
+    """What a docs block marked `<!-- ranks: N -->` prints on this rank, run alone as a script (or the
+    traceback it ended with)."""
+    import contextlib
+    import io
+    import traceback
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, where, "exec"), {"__name__": "__main__"})
+    except Exception:  # noqa: BLE001 - the test shows it
+        return out.getvalue() + traceback.format_exc()
+    return out.getvalue()
 
 
 # --- bad input: the same RearrError on every rank, and no rank left waiting --------------------------------
@@ -270,42 +297,43 @@ def bad_inputs(rank: int, world: int) -> list[tuple]:
     src[7] = 8
     dup = distribute_tensor(torch.tensor([0, 1, 2, 3, 4, 5, 6, 0]), mesh, S0)  # the 0 of rank 0 and of rank 1
     into_other = distribute_tensor(torch.zeros(5, 6), other, [Replicate(), Shard(1)])
+    i0 = {k: distribute_tensor(index(bad), mesh, S0) for k, bad in (
+        ("rank 1", {(6, 2): 9, (7, 0): -10}), ("one", {(6, 2): 9}), ("min", {(7, 2): -2**63}), ("good", {}))}
+    x6, scatter_rows = distribute_tensor(torch.arange(6.0), mesh, R), "e c -> v[dst: e] c"
+    zeros8 = distribute_tensor(torch.zeros(8, dtype=torch.long), mesh, R)
+    partial_index = DTensor.from_local(index({(2, 0): 2}) if rank == 0 else index({(2, 0): 3}), mesh, [Partial()])
     scenarios = {
-        "bad value on rank 1's shard": lambda i=distribute_tensor(index({(6, 2): 9, (7, 0): -10}), mesh, S0):
-            rearr.rearrange(x0, gather, idx=i),
-        "bad values on both shards": lambda i=distribute_tensor(index({(5, 2): 7, (0, 1): 6}), mesh, S1):
-            rearr.rearrange(xr, gather, idx=i),
-        "bad value, Replicate index": lambda i=distribute_tensor(index({(3, 1): 6}), mesh, R):
-            rearr.rearrange(x0, gather, idx=i),
-        "async, bad value on rank 1": lambda i=distribute_tensor(index({(6, 2): 9}), mesh, S0):
-            rearr.rearrange(x0, gather, idx=i, check_bounds="async"),
-        "sync, scatter mean rows, bad on rank 1": lambda i=distribute_tensor(d256, mesh, S0):
-            rearr.scatter(x256, "e c -> v[dst: e] c", "mean", dst=i, v=5, check_bounds="sync"),
-        "value -2**63": lambda i=distribute_tensor(index({(7, 2): -2**63}), mesh, S0): rearr.rearrange(x0, gather, idx=i),
-        "uneven, an empty shard, bad": lambda i=distribute_tensor(torch.tensor([6]), mesh, S0), x=distribute_tensor(
-            torch.arange(6.0), mesh, R): rearr.rearrange(x, "n[idx: k] -> k", idx=i),
-        "uneven, good": lambda i=distribute_tensor(torch.tensor([5, -1, 2]), mesh, S0), x=distribute_tensor(
-            torch.arange(6.0), mesh, R): rearr.rearrange(x, "n[idx: k] -> k", idx=i).to_local().tolist(),
-        "message passing, bad src": lambda s=distribute_tensor(src, mesh, S0), d=distribute_tensor(dst, mesh, S0),
-        x=distribute_tensor(X, mesh, S1): rearr.scatter(x, "v[src: e] c -> v[dst: e] c", "sum", src=s, dst=d),
-        "duplicates across ranks under 'set'": lambda: rearr.scatter(xr, "e c -> v[dst: e] c", "set", dst=dup, v=8),
-        "duplicates across ranks under 'set', check_bounds=False": lambda: rearr.scatter(
-            xr, "e c -> v[dst: e] c", "set", dst=dup, v=8, check_bounds=False),
-        "plain index, DTensor input": lambda: rearr.rearrange(x0, gather, idx=index()),
-        "list index, DTensor input": lambda: rearr.rearrange(x0, "n[idx: k] c -> k c", idx=[0, 1]),
-        "DTensor index, plain input": lambda i=distribute_tensor(index(), mesh, S0): rearr.rearrange(X, gather, idx=i),
-        "meshes differ": lambda i=distribute_tensor(index(), mesh, S0), x=distribute_tensor(X, other, [R[0], S0[0]]):
-            rearr.rearrange(x, gather, idx=i),
-        "into= on another mesh": lambda d=distribute_tensor(torch.zeros(8, dtype=torch.long), mesh, R), x=x1:
-            rearr.scatter(x, "e c -> v[dst: e] c", "sum", dst=d, v=5, into=into_other),
-        "into= plain, source DTensor": lambda d=distribute_tensor(torch.zeros(8, dtype=torch.long), mesh, R), x=x1:
-            rearr.scatter(x, "e c -> v[dst: e] c", "sum", dst=d, v=5, into=torch.zeros(5, 6)),
-        "plain index under implicit_replication": lambda: _implicit(implicit_replication, x0, gather, index({(1, 1): 5})),
-        "check_bounds=False, bad value on rank 1": lambda i=distribute_tensor(index({(6, 2): 9}), mesh, S0):
-            rearr.rearrange(x0, gather, idx=i, check_bounds=False).to_local().sum().item(),
-        "a Partial index": lambda i=DTensor.from_local(index({(2, 0): 2}) if rank == 0 else index({(2, 0): 3}), mesh,
-                                                        [Partial()]):
-            rearr.rearrange(xr, gather, idx=i).full_tensor()[2].tolist(),
+        "bad value on rank 1's shard": partial(rearr.rearrange, x0, gather, idx=i0["rank 1"]),
+        "bad values on both shards": partial(rearr.rearrange, xr, gather,
+                                             idx=distribute_tensor(index({(5, 2): 7, (0, 1): 6}), mesh, S1)),
+        "bad value, Replicate index": partial(rearr.rearrange, x0, gather,
+                                              idx=distribute_tensor(index({(3, 1): 6}), mesh, R)),
+        "async, bad value on rank 1": partial(rearr.rearrange, x0, gather, idx=i0["one"], check_bounds="async"),
+        "sync, scatter mean rows, bad on rank 1": partial(rearr.scatter, x256, scatter_rows, "mean",
+                                                          dst=distribute_tensor(d256, mesh, S0), v=5,
+                                                          check_bounds="sync"),
+        "value -2**63": partial(rearr.rearrange, x0, gather, idx=i0["min"]),
+        "uneven, an empty shard, bad": partial(rearr.rearrange, x6, "n[idx: k] -> k",
+                                               idx=distribute_tensor(torch.tensor([6]), mesh, S0)),
+        "uneven, good": partial(_listed, rearr.rearrange, x6, "n[idx: k] -> k",
+                                idx=distribute_tensor(torch.tensor([5, -1, 2]), mesh, S0)),
+        "message passing, bad src": partial(rearr.scatter, x1, "v[src: e] c -> v[dst: e] c", "sum",
+                                            src=distribute_tensor(src, mesh, S0), dst=distribute_tensor(dst, mesh, S0)),
+        "duplicates across ranks under 'set'": partial(rearr.scatter, xr, scatter_rows, "set", dst=dup, v=8),
+        "duplicates across ranks under 'set', check_bounds=False": partial(
+            rearr.scatter, xr, scatter_rows, "set", dst=dup, v=8, check_bounds=False),
+        "plain index, DTensor input": partial(rearr.rearrange, x0, gather, idx=index()),
+        "list index, DTensor input": partial(rearr.rearrange, x0, "n[idx: k] c -> k c", idx=[0, 1]),
+        "DTensor index, plain input": partial(rearr.rearrange, X, gather, idx=i0["good"]),
+        "meshes differ": partial(rearr.rearrange, distribute_tensor(X, other, [R[0], S0[0]]), gather, idx=i0["good"]),
+        "into= on another mesh": partial(rearr.scatter, x1, scatter_rows, "sum", dst=zeros8, v=5, into=into_other),
+        "into= plain, source DTensor": partial(rearr.scatter, x1, scatter_rows, "sum", dst=zeros8, v=5,
+                                               into=torch.zeros(5, 6)),
+        "plain index under implicit_replication": partial(_implicit, implicit_replication, x0, gather,
+                                                          index({(1, 1): 5})),
+        "check_bounds=False, bad value on rank 1": partial(_local_sum, rearr.rearrange, x0, gather, idx=i0["one"],
+                                                           check_bounds=False),
+        "a Partial index": partial(_listed, rearr.rearrange, xr, gather, idx=partial_index),
     }
     from torch.distributed.tensor.debug import CommDebugMode
 
@@ -321,6 +349,16 @@ def bad_inputs(rank: int, world: int) -> list[tuple]:
         dist.all_reduce(t)  # no rank left in a collective: the group still works
         out.append((label, outcome, _comms(mode), t.item() == world))
     return out
+
+
+def _listed(fn: Any, *args: Any, **kwargs: Any) -> list:
+    """fn's DTensor result, whole, as a list (the same on every rank)."""
+    return fn(*args, **kwargs).full_tensor().tolist()
+
+
+def _local_sum(fn: Any, *args: Any, **kwargs: Any) -> float:
+    """The sum of this rank's shard of fn's result: no collective."""
+    return fn(*args, **kwargs).to_local().sum().item()
 
 
 def _implicit(context: Any, x: Any, pattern: str, idx: torch.Tensor) -> list:
@@ -413,8 +451,10 @@ def train(rank: int, world: int, setup: str, compiled: bool, steps: int = 4) -> 
         out["frames"] = counter.frame_count
         bad = dst.clone()
         bad[E - 2] = V + 3  # in the last rank's shard
+        if setup != "fsdp":
+            bad = distribute_tensor(bad, mesh, [Replicate()] if setup == "tp" else [Shard(0)])
         try:
-            forward(x, s, distribute_tensor(bad, mesh, [Replicate()] if setup == "tp" else [Shard(0)]))
+            forward(x, s, bad)
             out["bad index"] = "no error"
         except Exception as e:  # noqa: BLE001
             out["bad index"] = (type(e).__name__, getattr(e, "code", None), str(e).split("\n")[0])
@@ -425,4 +465,5 @@ def train(rank: int, world: int, setup: str, compiled: bool, steps: int = 4) -> 
 def trainings(rank: int, world: int) -> dict:
     """train() under FSDP2 and tensor parallel, eager, and compiled with the indexes Replicate and Shard(0)."""
     return {f"{setup}{' compiled' if compiled else ''}": train(rank, world, setup, compiled)
-            for setup, compiled in (("fsdp", False), ("tp", False), ("tp", True), ("tp sharded", True))}
+            for setup, compiled in (("fsdp", False), ("fsdp", True), ("tp", False), ("tp", True),
+                                    ("tp sharded", True))}

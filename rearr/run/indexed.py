@@ -221,8 +221,8 @@ def after_refusal(program: Callable, x: Any, env: IndexEnv, left: Iterable, back
 
 def check_into(into: Any, x: Any, backend: Any) -> None:
     if backend_for(into) is not backend:
-        raise RearrError(f"into= must be the same kind of tensor as the source: into= is a {type(into).__name__}, "
-                         f"the source a {type(x).__name__}", code="RA500", hint="convert one of them")
+        raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
+                         hint="convert one of them")
     devices = getattr(into, "device", None), getattr(x, "device", None)  # None: a jax tracer has no device
     if into.dtype != x.dtype or None not in devices and devices[0] != devices[1]:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "

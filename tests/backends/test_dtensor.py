@@ -120,10 +120,28 @@ def test_a_plain_index_after_a_dtensor_call_of_the_same_shapes_is_still_refused(
 # Spawning 2 ranks costs 10-35 s on a loaded 2-core machine: each spawn runs many cases.
 
 
+def _pages() -> list:
+    """The docs' blocks marked `<!-- ranks: 2 -->` (tests/docs/test_docs_run.py reads the pages and
+    leaves these to this file), each with the output block after it."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    docs = sys.modules.get("test_docs_run")
+    if docs is None:
+        path = Path(__file__).resolve().parents[1] / "docs" / "test_docs_run.py"
+        spec = importlib.util.spec_from_file_location("test_docs_run", path)
+        docs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(docs)
+    return [b for b in docs.ALL if b.kind == "ranks"]
+
+
 @pytest.fixture(scope="module")
 def two_ranks():
-    """The case matrix with and without gradients, and the bad inputs, in one spawn of 2 ranks."""
-    return values(run_ranks(ranks.everything, timeout=900))
+    """The case matrix with and without gradients, the bad inputs and the docs' examples, in one spawn of
+    2 ranks."""
+    pages = [(b.where, "\n" * (b.line - 1) + b.body) for b in _pages() if b.marker.partition(":")[2].strip() == "2"]
+    return values(run_ranks(ranks.everything, pages, timeout=900))
 
 
 def _plus_one_all_reduce(counts: dict) -> dict:
@@ -211,7 +229,7 @@ def test_bad_input_raises_the_same_error_on_every_rank_and_leaves_no_rank_waitin
     assert outcomes[0]["async, bad value on rank 1"][1] == {"all_reduce": 1}
     for o in outcomes:
         assert o["uneven, good"][0] == ("returned", [5.0, 5.0, 2.0])
-        assert o["a Partial index"][0] == ("returned", [17.0, 12.0, 12.0])
+        assert o["a Partial index"][0][0] == "returned" and o["a Partial index"][0][1][2] == [17.0, 12.0, 12.0]
         assert o["plain index under implicit_replication"][0][0] == "returned"
     # check_bounds=False checks nothing: the native call refuses the bad value on the rank that holds it
     # only (docs/scaling.md); here no collective follows, so the other rank returns
@@ -227,7 +245,7 @@ def test_training_under_fsdp2_and_tensor_parallel_equals_the_unsharded_model():
     the compiled graph refuses on every rank."""
     results = values(run_ranks(ranks.trainings, timeout=900))
     for result in results:
-        assert set(result) == {"fsdp", "tp", "tp compiled", "tp sharded compiled"}
+        assert set(result) == {"fsdp", "fsdp compiled", "tp", "tp compiled", "tp sharded compiled"}
         for setup, run in result.items():
             assert all(torch.isclose(torch.tensor(a), torch.tensor(b), rtol=1e-12) for a, b in run["losses"]), setup
             assert all(run["weights equal"].values()), (setup, run["weights equal"])
@@ -235,3 +253,13 @@ def test_training_under_fsdp2_and_tensor_parallel_equals_the_unsharded_model():
                 assert run["frames"] == run["frames after"] == 1, setup
                 assert run["bad index"][:2] == ("RearrError", "RA501"), (setup, run["bad index"])
                 assert "index 'dst' holds 11 at position (10,)" in run["bad index"][2], setup
+
+
+@pytest.mark.slow
+def test_the_docs_examples_for_two_ranks_print_what_the_page_shows(two_ranks):
+    blocks = _pages()
+    assert any(b.where.startswith("docs/scaling.md") for b in blocks)
+    assert all(b.marker.partition(":")[2].strip() == "2" for b in blocks)  # none left unrun
+    for rank in two_ranks:
+        for block, printed in zip(blocks, rank["pages"]):
+            assert block.output is not None and printed == block.output.body, (block.where, printed)

@@ -16,6 +16,9 @@ How a ```python block is read (the convention of the docs; tests/README.md repea
     (test_check_options.py runs them);
   - `<!-- rearr check -->`: source for `rearr check`: each comment `# RAnnn MESSAGE` is a finding on
     its line, with that code and message, and the block has no other finding.
+  - `<!-- ranks: N -->`: a script for N processes of one process group (torch.distributed), which
+    tests/backends/test_dtensor.py runs on N gloo processes (tests/_gloo.py): a ```text block right
+    after it is what every rank prints, compared exactly.
 
 A page whose blocks import torch, jax, dask or array-api-strict is skipped only where that framework
 is not installed (CI installs them all). The tests also keep internal project text out of the user
@@ -95,7 +98,8 @@ def blocks(page: Path) -> list[Block]:
         blank_between = previous is not None and all(
             not line.strip() for line in lines[previous.line + previous.body.count("\n"):i])
         if (block.lang in ("text", "pytb") and previous is not None and previous.lang == "python"
-                and previous.kind == "script" and previous.output is None and blank_between and marker is None):
+                and previous.kind in ("script", "ranks") and previous.output is None and blank_between
+                and marker is None):
             found[-1] = dataclasses.replace(previous, output=block)
         else:
             found.append(block)
@@ -219,7 +223,7 @@ def test_every_python_block_runs_as_pasted(page: Path):
 
 
 def test_every_python_block_is_run_checked_or_marked_with_a_reason():
-    kinds = {"script", "doctest", "not run", "file", "rearr check"}
+    kinds = {"script", "doctest", "not run", "file", "rearr check", "ranks"}
     for block in ALL:
         assert block.kind in kinds, f"{block.where}: unknown marker <!-- {block.marker} -->"
         if block.kind == "not run":
