@@ -48,8 +48,8 @@ class Record(metaclass=_RecordType):
     _defaults: dict[str, Any] = {}
     _compared: tuple[str, ...] = ()  # the fields that equality, hashing and the repr look at
     # Each field's slot setter, in the order of _fields, bound on the first construction: __init__ fills a
-    # slot with one call of it, about half of what object.__setattr__ costs (a frozen class cannot use
-    # plain assignment). Not made with the class: `import rearr` and a first call create thirty classes.
+    # slot with one call of it, cheaper than object.__setattr__ (a frozen class cannot use plain
+    # assignment). Not made with the class: `import rearr` and a first call create thirty classes.
     _setters: tuple[Any, ...] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -24,8 +24,8 @@ DIRECT, EINSUM_PAIRS = cache.DIRECT, cache.EINSUM_PAIRS
 
 # The careful path's modules, each imported by the first call that needs it and held from then on:
 # `import rearr` loads no rule and no planner, and an import statement in a function body runs
-# importlib's machinery each time (about 12,000 instructions on CPython 3.11: a fifth of a cached
-# scatter with fill=, which takes the careful path on every call).
+# importlib's machinery each time it runs (CPython 3.11), on every careful call (a scatter with
+# fill= takes the careful path on every call).
 
 
 @_once
