@@ -30,8 +30,8 @@ class AddRows(torch.autograd.Function):
     """base (None: zeros of `rows` rows) plus the rows of x at flat, as index_add, with the backward that
     index_add has (the output's gradient to base, its rows at flat to x) but keeping only the index.
     torch's own index_add saves x for its backward (for x's shape): a source made on the way, such as
-    message passing's gathered rows, then lives until the backward runs, which nearly doubles the peak
-    memory of a step. scatter_add with an expanded index keeps only the index too, but is slower on
+    message passing's gathered rows, then lives until the backward runs, which raises the peak memory
+    of a step. scatter_add with an expanded index keeps only the index too, but is slower on
     large sources. Used only where x needs a gradient."""
 
     generate_vmap_rule = True

@@ -46,7 +46,7 @@ class TorchBackend(Backend):
     # fuses an attention block written with matmul into one scaled-dot-product kernel, not one with einsum.
     EINSUM_MATMUL = True
     # torch's reductions give contiguous results: the permute after one is written out (einops reduces a
-    # permuted view, which torch does up to 14 times slower; benchmarks/README.md)
+    # permuted view, which torch does far more slowly; benchmarks/README.md)
     RESULTS = Results(reduction_contiguous=True)
 
     def __init__(self) -> None:

@@ -115,7 +115,7 @@ class Results(Record):
     """What a backend's native calls make of a result, where the backends differ: the planner plans
     around it so that every result is laid out as einops' is on that backend (contract.Backend.RESULTS).
     einops repeats, then reduces after its permute; rearr's plan reduces before the permute (a
-    reduction of a permuted view is up to 14 times slower in torch) and marks the steps that must
+    reduction of a permuted view is far slower in torch) and marks the steps that must
     then write their result out."""
 
     # repeat writes the repeated values out (einops' np.tile on numpy: a new, writable array), where
