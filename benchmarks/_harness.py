@@ -1,4 +1,4 @@
-"""The timing harness that bench_core.py and bench_indexing.py share.
+"""The timing harness that the scripts in benchmarks/ share.
 
 The scripts are run as `python benchmarks/bench_x.py`, which puts this folder
 first on sys.path, so they import this module as plain `import _harness`.
