@@ -226,6 +226,11 @@ class Backend(abc.ABC):
         are rearr's own)."""
         return None
 
+    def place(self, t: Any) -> object:
+        """Where tensor t lives, as two tensors of one call (into= and the source) must agree on it: its
+        device, or None where the framework places it itself (a jax tracer or uncommitted array)."""
+        return getattr(t, "device", None)
+
     def unusual(self, x: object) -> str | None:
         """What kind of tensor x is when the framework refused it for its layout (sparse, nested,
         quantized ...), for the RearrError of rearr.run.call.refuse_unusual; None otherwise."""

@@ -71,12 +71,11 @@ class JaxBackend(ArrayApiBackend):
         import jax.numpy as jnp
         import numpy as np
         from jax import lax
-        from jax.experimental import io_callback
 
-        from . import _jax_autodiff  # imports jax
+        from . import _jax_autodiff, _jax_checks  # import jax
 
-        self.jax, self.jnp, self.lax, self.np, self._io_callback = jax, jnp, lax, np, io_callback
-        self._autodiff = _jax_autodiff
+        self.jax, self.jnp, self.lax, self.np = jax, jnp, lax, np
+        self._autodiff, self._checks = _jax_autodiff, _jax_checks
         self.TENSOR = type(jnp.zeros(()))
         self._Tracer = jax.core.Tracer
 
@@ -94,50 +93,47 @@ class JaxBackend(ArrayApiBackend):
             raise not_for_numpy("jax", x, e) from None
 
     def _has_values(self, t: Any) -> bool:
-        """Whether t holds values that Python can read now (not a tracer of jit, vmap or grad)."""
-        return not isinstance(t, self._Tracer)
+        """Whether t holds values that Python can read now: not a tracer of jit, vmap or grad, nor an array
+        with shards on other processes (checked inside the program, as a tracer is)."""
+        return not isinstance(t, self._Tracer) and t.is_fully_addressable
 
-    # --- the run-time check of a traced index -----------------------------------------------------------
+    def place(self, t: Any) -> object:
+        """The mesh of an array committed to a NamedSharding over several devices, else its devices; None
+        for a tracer or an uncommitted array, which jax moves to the devices of the others. One program
+        takes arrays on one mesh (or one set of devices) only."""
+        if isinstance(t, self._Tracer) or not t.committed:
+            return None
+        sharding = t.sharding
+        devices = sharding.device_set
+        return sharding.mesh if len(devices) > 1 and isinstance(sharding, self.jax.sharding.NamedSharding) \
+            else devices
 
-    def on_host_if(self, bad: Any, keep: Any, check: Callable, *seen: Any) -> Any:
-        """``keep``, passed through Python on the host when ``bad`` (a traced scalar) is true, where
-        ``check(*seen)`` (numpy arrays; keep itself when seen is empty) raises the RearrError.
-
-        check returns None for values that are fine: under ``vmap`` jax runs both branches of the cond,
-        and check sees every example. The result takes keep's place in the caller's computation, which
-        keeps the callback in the program."""
-        jax, np = self.jax, self.np
-        seen = seen or (keep,)
-        check_each = _each_example(check, seen)
-
-        def on_host(k, *arrays):
-            check_each(*arrays)
-            return np.asarray(k)
-
-        def call(k, *arrays):
-            return jax.pure_callback(on_host, jax.ShapeDtypeStruct(k.shape, k.dtype), k, *arrays,
-                                     vmap_method="broadcast_all")
-
-        return self.lax.cond(bad, call, lambda k, *arrays: k, keep, *seen)
-
-    def on_host_always(self, check: Callable, *seen: Any) -> None:
-        """``check(*seen)`` on the host on every run, as an effect: for a check whose result nothing would
-        read (XLA drops what an empty result does not need, a pure callback with it). An effect takes the
-        program off jax's fast dispatch path, so only such programs have one."""
-        self._io_callback(_each_example(check, seen), None, *seen, ordered=False)
+    # --- the run-time check of a traced index: rearr.backends._jax_checks ---------------------------------
 
     def convert_index(self, value: object, like: Any, name: str, text: str, mode: bool | str = True) -> Any:
         """The Array API backend's conversion. A traced unsigned index whose values the cast to the index
         dtype could wrap (uint32 to int32 without x64, uint64 to int64) is checked before it, inside the
-        program, and the error names the value as passed; with check_bounds=False it is cast as it is."""
+        program, and the error names the value as passed; with check_bounds=False it is cast as it is.
+        A jax array committed elsewhere than x (other devices, another mesh) is refused: one program
+        cannot take both."""
         jnp = self.jnp
+        if isinstance(value, self.TENSOR) and isinstance(like, self.TENSOR):
+            _same_place(self.place(value), self.place(like), name, text)
         if isinstance(value, self._Tracer) and mode and jnp.issubdtype(value.dtype, jnp.unsignedinteger):
             dtype = _xp.index_dtype(jnp)
             have, want = jnp.iinfo(value.dtype), jnp.iinfo(dtype)
             if have.max > want.max:
+                shape = tuple(value.shape)
+
+                def beyond(first, found, shard):
+                    error = _common.beyond_index_range(name, text, int(found), _position(first, shape), want.bits)
+                    return _in_shard(error, shard)
+
+                if math.prod(shape) == 0:
+                    return value.astype(dtype)
                 # The cast reads the check's 0: a check that the program drops is no check.
-                zero = self.on_host_if(jnp.any(value > want.max), jnp.zeros((), dtype),
-                                       lambda a: _common.refuse_beyond(name, text, a, want.bits), value)
+                zero = self._checks.check(jnp.any(value > want.max), (value,),
+                                         lambda v: self._checks.first_bad(v, v > want.max), beyond, dtype)
                 return value.astype(dtype) + zero
         return super().convert_index(value, like, name, text, mode)
 
@@ -145,8 +141,8 @@ class JaxBackend(ArrayApiBackend):
         """Bounds check, and negative values counted from the end: on the host when t has values,
         else inside the program (see the module's docstring). Every mode checks so: jax's arrays are
         read on the host only when they already have values there."""
-        jnp, n = self.jnp, use.length
-        if math.prod(t.shape) == 0:
+        jnp, n, shape = self.jnp, use.length, tuple(t.shape)
+        if math.prod(shape) == 0:
             return t
         if self._has_values(t):
             a = self.np.asarray(t)  # no copy on the CPU
@@ -154,26 +150,49 @@ class JaxBackend(ArrayApiBackend):
             if int(a.view(f"u{a.itemsize}").max()) < n:
                 return t
             return t if self.numpy.check_index(a, use, text) is a else jnp.where(t < 0, t + n, t)
-        check = functools.partial(_common.refuse_out_of_range, use, text)
-        if n == 0:  # every value is out of range, and nothing that XLA keeps reads one: see on_host_always
-            self.on_host_always(check, t)
+
+        def bad(t):
+            return (t < -n) | (t >= n)
+
+        def outside(first, value, shard):
+            error = _common.out_of_range(use, text, int(value), _position(first, shape))
+            return _in_shard(error, shard, f"in shard_map and pmap each device indexes its own block of the "
+                             f"tensor, so an index holds positions in that block ({-n} <= i < {n} here); to index "
+                             "the whole axis, pass the tensor unsplit (shard_map's in_specs=P(), pmap's "
+                             "in_axes=None)")
+
+        def found(t):  # the mask again, in the branch: the cond's operand is the index alone, not a mask
+            return self._checks.first_bad(t, bad(t))
+
+        if n == 0:  # every value is out of range, and nothing that XLA keeps reads one: an effect keeps the check
+            self._checks.check(jnp.any(bad(t)), (t,), found, outside, t.dtype, effect=True)
             return t
         # The check's result is the 0 that the wrap of negative values compares with (the cond keeps it only
         # where it is used): a scalar through the cond, and no copy of the index, which XLA makes for an
         # array that passes through one.
-        zero = self.on_host_if(jnp.any((t < -n) | (t >= n)), jnp.zeros((), t.dtype), check, t)
+        zero = self._checks.check(jnp.any(bad(t)), (t,), found, outside, t.dtype)
         return jnp.where(t < zero, t + n, t)
 
     def _unique(self, keep: Any, flat: Any, names: str, text: str) -> Any:
         """keep, once flat (the 1-d positions that 'set' writes) is known to hold no position twice."""
         if flat.shape[0] < 2:
             return keep
-        check = functools.partial(_refuse_duplicates, names, text)
         if self._has_values(flat):
-            check(self.np.asarray(flat))
+            a = self.np.asarray(flat)
+            if self.np.unique(a).size != a.size:
+                raise _common.duplicate_under_set(names, text)
             return keep
-        s = self.jnp.sort(flat)
-        return self.on_host_if(self.jnp.any(s[1:] == s[:-1]), keep, check, flat)
+        jnp = self.jnp
+        s = jnp.sort(flat)  # under jit over several devices XLA gathers the positions, as its scatter does
+        big = jnp.iinfo(flat.dtype).max
+        twice = jnp.min(jnp.where(s[1:] == s[:-1], s[1:], big))  # the least position written twice, or big
+
+        def duplicate(position, shard):
+            return _in_shard(_common.duplicate_under_set(names, text), shard)
+
+        # keep reads the 0: invariant in shard_map, where keep varies by device
+        zero = self._checks.check(twice != big, (twice,), lambda p: (p,), duplicate, keep.dtype)
+        return keep + zero
 
     # --- gathers: take_along_axis with the index at its own shape (its length-1 axes broadcast) ------------
 
@@ -307,14 +326,13 @@ class JaxBackend(ArrayApiBackend):
 
     def keep_checks(self, x: Any, env: IndexEnv) -> Any:
         """x, the plan's result. An empty result reads no index, so XLA would drop the in-program checks
-        of the traced indices (pure callbacks) with the work that led to it: an effect that reads each
-        checked index keeps them. Decided while jax traces; a non-empty result, or check_bounds=False,
-        has no effect added. (jax.checkpoint refuses an effect: a checkpointed function whose result is
-        empty cannot take a traced, checked index.)"""
+        of the traced indices (pure callbacks) with the work that led to it: an effect that reads one value
+        of each checked index keeps them. Decided while jax traces; a non-empty result, or
+        check_bounds=False, has no effect added."""
         if env.checks and math.prod(x.shape) == 0:
             traced = [t for t in env.indices.values() if isinstance(t, self._Tracer) and math.prod(t.shape)]
             if traced:
-                self._io_callback(_nothing, None, *traced, ordered=False)
+                self._checks.keep(*(t[(0,) * t.ndim] for t in traced))
         return x
 
     def program(self, steps: tuple, calls: tuple) -> tuple:
@@ -355,30 +373,36 @@ class JaxBackend(ArrayApiBackend):
 # --- what the host callbacks and the templates share ---------------------------------------------------
 
 
-def _each_example(check: Callable, seen: tuple) -> Callable:
-    """The host function that runs ``check`` on each example of the arrays that stand for ``seen``
-    (vmap adds leading axes to them)."""
+def _same_place(have: object, want: object, name: str, text: str) -> None:
+    """Refuse an index whose committed devices or mesh are not x's (a place of JaxBackend.place)."""
+    if have is None or want is None or have == want:
+        return
+
+    def said(place: Any) -> str:
+        devices = ", ".join(str(d.id) for d in sorted(place.devices.flat if hasattr(place, "shape") else place,
+                                                       key=lambda d: d.id))
+        return f"the mesh {dict(place.shape)} of devices {devices}" if hasattr(place, "shape") else f"devices {devices}"
+
+    raise RearrError(f"index {name!r} is committed to {said(have)}, and x to {said(want)}: one jax program "
+                     "takes arrays of one mesh", code="RA500", pattern=text,
+                     hint=f"put {name} on x's devices: jax.device_put({name}, x.sharding) where x is on one "
+                     f"device, jax.device_put({name}, jax.sharding.NamedSharding(x.sharding.mesh, "
+                     "jax.sharding.PartitionSpec())) where x is sharded over a mesh")
+
+
+def _position(first: Any, shape: tuple) -> tuple[int, ...]:
+    """The row-major linear position first as the index's position tuple."""
     import numpy as np
 
-    shapes = [tuple(a.shape) for a in seen]
-
-    def on_host(*arrays) -> None:
-        arrays = [np.asarray(a).reshape((-1, *shape)) for a, shape in zip(arrays, shapes)]
-        for example in zip(*arrays):
-            check(*example)
-
-    return on_host
+    return tuple(int(p) for p in np.unravel_index(int(first), shape))
 
 
-def _refuse_duplicates(names: str, text: str, flat: Any) -> None:
-    import numpy as np
-
-    if np.unique(flat).size != flat.size:
-        raise _common.duplicate_under_set(names, text)
-
-
-def _nothing(*arrays: Any) -> None:
-    """The host side of keep_checks' effect: the checks have run by then."""
+def _in_shard(error: RearrError, shard: str | None, hint: str | None = None) -> RearrError:
+    """error, said of the block of the device at ``shard`` in shard_map or pmap (None: the whole array)."""
+    if shard is None:
+        return error
+    return RearrError(f"{error.message}, in the block of the device at {shard} (shard_map, pmap)", code=error.code,
+                      pattern=error.pattern, col=error.col, hint=hint or error.hint)
 
 
 def _broadcasts(step: GatherAlong, before_shape: tuple) -> bool:

@@ -223,9 +223,13 @@ def check_into(into: Any, x: Any, backend: Any) -> None:
     if backend_for(into) is not backend:
         raise RearrError("into= must be the same kind of tensor as the source", code="RA500",
                          hint="convert one of them")
-    devices = getattr(into, "device", None), getattr(x, "device", None)  # None: a jax tracer has no device
-    if into.dtype != x.dtype or None not in devices and devices[0] != devices[1]:
+    places = backend.place(into), backend.place(x)
+    apart = None not in places and places[0] != places[1]
+    if into.dtype != x.dtype or apart:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
                          f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
-                         hint="convert one of them, so that the result's dtype is not a guess")
+                         hint="put into= where the source is: into.to(x.device) on torch, "
+                         "jax.device_put(into, x.sharding) on jax (for an x sharded over a mesh: "
+                         "jax.sharding.NamedSharding(x.sharding.mesh, jax.sharding.PartitionSpec()))" if apart and
+                         into.dtype == x.dtype else "convert one of them, so that the result's dtype is not a guess")
     backend.check_into(into, x)

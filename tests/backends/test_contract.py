@@ -94,7 +94,7 @@ def test_the_abstract_methods_are_the_required_hooks_and_the_rest_have_defaults(
         {k.__name__ for k in plan.STEP_KINDS}
     optional = {n for n, v in vars(contract.Backend).items() if callable(v) and not n.startswith("_")} - required
     assert optional == {"check_indexes", "checks_step_natively", "checks_natively", "ready_index", "index_fault",
-                        "check_into", "unusual", "program"}
+                        "check_into", "place", "unusual", "program"}
     attributes = set(contract.Backend.__annotations__)
     assert attributes == {"name", "TENSOR", "CODE", "INDEXES_OTHER", "READY_INDEXES", "EINSUM_MATMUL", "RESULTS"}
 
