@@ -8,9 +8,9 @@ Each case calls the op once with good values and compares the result with rearr'
 the same data (per device block in shard_map and pmap, where each device indexes its own block),
 then, if the op takes an index, once with a bad value on the last device (out of range, a duplicate
 under 'set', an unsigned value beyond int32), timed from the call to the error, whose RA501 line must
-be numpy's message (plus the device, in shard_map and pmap). Programs end with a collective that reads
-the op's result: a device left waiting in it would hang. Every call is waited for (XLA:CPU's forced
-devices can deadlock with many multi-device calls in flight on a small machine).
+be the one jax gives on one device (plus the device, in shard_map and pmap). Programs end with a
+collective that reads the op's result: a device left waiting in it would hang. Every call is waited
+for (XLA:CPU's forced devices can deadlock with many multi-device calls in flight on a small machine).
 
 It prints "START case" before a case and "CASE {json}" after it.
 """
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import rearr
@@ -119,13 +119,15 @@ def reference(op: Op, a: dict, blocks: int) -> list[np.ndarray]:
     return [np.concatenate([p[i] for p in parts]) for i in range(len(parts[0]))]
 
 
-def numpy_message(op: Op, a: dict, blocks: int, where: str | None) -> str:
-    """The RearrError that numpy raises for the bad block (the last), as the RA501 line reads it."""
+def one_device_message(op: Op, a: dict, blocks: int, where: str | None) -> str:
+    """The RearrError that jax raises on one device, eagerly, for the bad block (the last), as the RA501
+    line reads it (numpy's, but for an unsigned value that jax's int32 index cannot hold)."""
     try:
-        op.fn(block(a, blocks - 1, blocks))
+        op.fn({n: jnp.asarray(v) for n, v in block(a, blocks - 1, blocks).items()})
     except rearr.RearrError as e:
-        return f"{e.code}: {e.message}" + (f", in the block of the device at {where} (shard_map, pmap)" if where else "")
-    raise AssertionError("numpy did not refuse the bad value")
+        shard = f", in the block of the device at {where} (shard_map, pmap)" if where else ""
+        return f"{e.code}: {e.message}{shard}"
+    raise AssertionError("jax on one device did not refuse the bad value")
 
 
 def with_sum(out):
@@ -183,23 +185,17 @@ def context(name: str, op: Op):
         f = jax.jit(lambda a: with_sum(op.fn(a)))
         return (lambda a: leaves(f(committed(a, mesh, spec1))[0])), 1, None
     if name == "jit_in_shardings":  # uncommitted arguments: no mesh while jax traces
-        return made(lambda a: jax.jit(lambda a: with_sum(op.fn(a))[0], in_shardings=(
-            {n: NamedSharding(mesh, spec1(n, a)) for n in a},))), 1, None
+        def in_shardings(a):
+            f = jax.jit(lambda a: with_sum(op.fn(a)), in_shardings=({n: NamedSharding(mesh, spec1(n, a)) for n in a},))
+            return lambda a: f(a)[0]
+
+        return made(in_shardings), 1, None
     if name == "set_mesh":  # the mesh in jax's context while it traces; the arguments uncommitted
         f = jax.jit(lambda a: with_sum(op.fn(a)))
 
         def call(a):
             with jax.set_mesh(mesh):
                 return leaves(f(a)[0])
-
-        return call, 1, None
-    if name == "explicit":  # an Explicit mesh: arrays carry their sharding in their type
-        emesh = jax.make_mesh((D,), ("d",), axis_types=(AxisType.Explicit,))
-        f = jax.jit(lambda a: with_sum(op.fn(a)))
-
-        def call(a):
-            with jax.set_mesh(emesh):
-                return leaves(f(committed(a, emesh, spec1))[0])
 
         return call, 1, None
     if name == "jit_2d":
@@ -212,7 +208,8 @@ def context(name: str, op: Op):
         def shard_mapped(a):
             body = jax.shard_map(lambda a: (lambda o: (o, lax.psum(with_sum(o)[1], "d")))(op.fn(a)), mesh=mesh,
                                  in_specs=({n: spec1(n, a) for n in a},), out_specs=(P("d"), P()))
-            return jax.jit(lambda a: body(a)[0])
+            f = jax.jit(body)
+            return lambda a: f(a)[0]
 
         return made(shard_mapped), D, "d=3"
     if name == "shard_map_partial":  # manual over 'a' only; 'b' stays automatic
@@ -224,7 +221,8 @@ def context(name: str, op: Op):
         def partial(a):
             body = jax.shard_map(lambda a: (lambda o: (o, lax.psum(with_sum(o)[1], "a")))(op.fn(a)), mesh=m2,
                                  in_specs=({n: spec(n, a) for n in a},), out_specs=(P("a"), P()), axis_names={"a"})
-            return lambda a, f=jax.jit(lambda a: body(a)[0]): f(committed(a, m2, spec))
+            f = jax.jit(body)
+            return lambda a: f(committed(a, m2, spec))[0]
 
         return made(partial), 2, "a=1"
     if name == "pmap":
@@ -233,7 +231,7 @@ def context(name: str, op: Op):
                          in_axes=({n: None if n in REPLICATED else 0 for n in a},))
 
             def call(a):
-                split = {n: v if n in REPLICATED else v.reshape(D, -1, *v.shape[1:]) for n, v in a.items()}
+                split = {n: v if n in REPLICATED else v.reshape(D, v.shape[0] // D, *v.shape[1:]) for n, v in a.items()}
                 return [o.reshape(-1, *o.shape[2:]) for o in jax.tree.leaves(f(split)[0])]
 
             return call
@@ -312,7 +310,8 @@ def run(case: str) -> dict:
     try:
         got, expected = call(a), want(a)
         report["right"] = len(got) == len(expected) and all(
-            g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True) for g, w in zip(got, expected))
+            g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True)
+            for g, w in zip(got, expected))
         if not report["right"]:
             report["detail"] = f"got {[g.tolist() for g in got]}, want {[w.tolist() for w in expected]}"[:2000]
     except Exception as e:  # noqa: BLE001 - reported to the parent
@@ -322,7 +321,7 @@ def run(case: str) -> dict:
     if op.bad is None:
         return report
     bad = spoiled(a, op, blocks)
-    report["want"] = numpy_message(op, bad, blocks, where)
+    report["want"] = one_device_message(op, bad, blocks, where)
     t0 = time.perf_counter()
     try:
         call(bad)

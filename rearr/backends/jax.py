@@ -9,20 +9,22 @@ values while jax traces. An indexed plan is one ``jax.jit`` program (see
 program()), made once per plan: an eager call is one dispatch, and inside a
 user's ``jit`` it is inlined into the user's program.
 
-The checks (docs/backends.md, "jax"): an index with values (eager, or a
-constant inside a trace) is read on the host and a bad value is the RearrError
-that numpy gives. A traced index is checked inside the program: a reduction
-finds whether any value is out of range (or, under 'set', any position written
-twice), and a ``lax.cond`` calls back to Python only then, where the same
-RearrError is raised; jax reports it as a ``JaxRuntimeError`` from the call.
-The callback is a ``jax.pure_callback`` whose result (a 0) the wrap of negative
-values reads, so that jax keeps it: a ``debug.callback`` is an effect, and an
-effect takes every call of the jitted program off jax's fast dispatch path. Only
-where no result reads the index (an axis of length 0, an empty result: XLA drops
-that work, and the pure callback with it) is the check kept by an effect, an
-``io_callback`` (_on_host_always, _keep_checks). A traced unsigned index that
-the cast to the index dtype could wrap is checked the same way before the cast
-(convert_index), and the error names the value passed.
+The checks (docs/backends.md, "jax"; docs/scaling.md for several devices): an
+index with values (eager, or a constant inside a trace) is read on the host and a
+bad value is the RearrError that numpy gives. A traced index is checked inside
+the program (rearr.backends._jax_checks): a reduction finds whether any value is
+out of range (or, under 'set', any position written twice), per shard and then
+once over the devices, and a ``lax.cond`` calls back to Python only then, on
+every device with the same few scalars, where the same RearrError is raised; jax
+reports it as a ``JaxRuntimeError`` from the call. The callback is a
+``jax.pure_callback`` whose result (a 0) the wrap of negative values reads, so
+that jax keeps it with no effect, which would take every call of the jitted
+program off jax's fast dispatch path. Only where no result reads the index (an
+axis of length 0, an empty result: XLA drops that work, and the pure callback
+with it), or where jit shows no mesh on a machine with several devices, is the
+check an effect. A traced unsigned index that the cast to the index dtype could
+wrap is checked the same way before the cast (convert_index), and the error
+names the value passed.
 
 With check_bounds=False nothing is checked: the promise of every backend
 (docs/language.md, "Index values"). The gathers fill (``mode="fill"``) and the
@@ -33,7 +35,6 @@ flat rows, a value beyond its axis is a position of the next row.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
