@@ -95,8 +95,8 @@ class JaxBackend(ArrayApiBackend):
 
     def _has_values(self, t: Any) -> bool:
         """Whether t holds values that Python can read now: not a tracer of jit, vmap or grad, nor an array
-        with shards on other processes (checked inside the program, as a tracer is)."""
-        return not isinstance(t, self._Tracer) and t.is_fully_addressable
+        with shards on other processes (checked inside the program, as a tracer is). A numpy array has."""
+        return not isinstance(t, self._Tracer) and (not isinstance(t, self.TENSOR) or t.is_fully_addressable)
 
     def place(self, t: Any) -> object:
         """The mesh of an array committed to a NamedSharding over several devices, else its devices; None
