@@ -51,9 +51,13 @@ def careful(args: tuple, axes_lengths: dict[str, Any]) -> Any:
                          hint=f"einsum(x, {pattern!r})")
     backend = backend_for(tensors[0])
     for k, t in enumerate(tensors):
-        if backend_for(t) is not backend:
-            raise RearrError(f"operand {k} is a {type(t).__name__}, operand 0 a {type(tensors[0]).__name__}",
-                             code="RA500", hint="give einsum tensors of one library")
+        other = backend_for(t)
+        if other is not backend:
+            first, this = type(tensors[0]).__name__, type(t).__name__
+            # one library, two kinds of its tensors (torch: a DTensor and a plain tensor or Parameter)
+            hint = (f"make operand {k} a {first} as operand 0 is (or every operand a {this})"
+                    if other.name == backend.name else "give einsum tensors of one library")
+            raise RearrError(f"operand {k} is a {this}, operand 0 a {first}", code="RA500", hint=hint)
     lengths = _lengths(pattern, axes_lengths)
     plan = _planned(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
     return run(backend, *program(backend, plan), tuple(tensors))

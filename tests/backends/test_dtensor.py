@@ -92,6 +92,27 @@ def test_bad_input_on_one_rank_is_a_rearr_error_naming_the_index_and_the_fix(mes
         rearr.rearrange(x, "b n[idx] -> b k", idx=DTensor.from_local(idx.to(torch.uint64), mesh, [Shard(0)]))
 
 
+def test_einmix_on_a_dtensor_asks_for_dtensor_weights_and_runs_with_them(mesh):
+    """A layer's plain weights with DTensor activations (tensor parallel): refused with the fix, which
+    distribute_module applies (its weights become Replicate DTensors)."""
+    from torch.distributed.tensor import distribute_module
+
+    from rearr.layers import EinMix
+
+    torch.manual_seed(0)
+    mix = EinMix("a b c -> a b d", weight_shape="c d", bias_shape="d", c=4, d=3)
+    X = torch.randn(8, 6, 4)
+    x = distribute_tensor(X, mesh, [Shard(0)])
+    with pytest.raises(rearr.RearrError, match="operand 1 is a Parameter, operand 0 a DTensor") as info:
+        mix(x)
+    assert info.value.hint == "make operand 1 a DTensor as operand 0 is (or every operand a Parameter)"
+    want = mix(X)
+    distribute_module(mix, mesh)
+    out = mix(x)
+    assert out.placements == (Shard(0),)
+    torch.testing.assert_close(out.full_tensor(), want)
+
+
 def test_the_applied_fix_for_a_plain_index_runs(mesh):
     x = distribute_tensor(torch.arange(48.0).reshape(8, 6), mesh, [Shard(0)])
     idx = torch.tensor([[0, 5, 1]] * 8)
@@ -131,7 +152,7 @@ def _pages() -> list:
     if docs is None:
         path = Path(__file__).resolve().parents[1] / "docs" / "test_docs_run.py"
         spec = importlib.util.spec_from_file_location("test_docs_run", path)
-        docs = importlib.util.module_from_spec(spec)
+        docs = sys.modules["test_docs_run"] = importlib.util.module_from_spec(spec)  # (its dataclasses look it up)
         spec.loader.exec_module(docs)
     return [b for b in docs.ALL if b.kind == "ranks"]
 
