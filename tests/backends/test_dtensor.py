@@ -18,6 +18,7 @@ if not torch.distributed.is_available():
     pytest.skip("torch was built without torch.distributed", allow_module_level=True)
 
 import _dtensor_ranks as ranks  # noqa: E402
+from _docs_blocks import ALL  # noqa: E402
 from _gloo import run_ranks, solo_mesh, values  # noqa: E402
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor  # noqa: E402
 
@@ -142,19 +143,9 @@ def test_a_plain_index_after_a_dtensor_call_of_the_same_shapes_is_still_refused(
 
 
 def _pages() -> list:
-    """The docs' blocks marked `<!-- ranks: 2 -->` (tests/docs/test_docs_run.py reads the pages and
-    leaves these to this file), each with the output block after it."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    docs = sys.modules.get("test_docs_run")
-    if docs is None:
-        path = Path(__file__).resolve().parents[1] / "docs" / "test_docs_run.py"
-        spec = importlib.util.spec_from_file_location("test_docs_run", path)
-        docs = sys.modules["test_docs_run"] = importlib.util.module_from_spec(spec)  # (its dataclasses look it up)
-        spec.loader.exec_module(docs)
-    return [b for b in docs.ALL if b.kind == "ranks"]
+    """The docs' blocks marked `<!-- ranks: N -->`, which tests/docs/test_docs_run.py leaves to this file,
+    each with the output block after it."""
+    return [b for b in ALL if b.kind == "ranks"]
 
 
 @pytest.fixture(scope="module")
