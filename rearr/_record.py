@@ -37,7 +37,7 @@ class _RecordType(type):
         # a default leaves the namespace: a slot and a class value of one name clash
         namespace["_defaults"] = {f: namespace.pop(f) for f in fields if f in namespace}
         namespace["__slots__"] = namespace["_fields"] = fields
-        namespace["_compared"] = tuple(f for f in fields if f not in uncompared)
+        namespace["_compared"] = tuple(f for f in fields if f not in uncompared) if uncompared else fields
         namespace["_setters"] = None  # made by the first construction (see Record._setters)
         return super().__new__(mcls, name, bases, namespace)
 
@@ -60,7 +60,8 @@ class Record(metaclass=_RecordType):
             return
         cls = type(self)
         if setters is None:
-            cls._setters = setters = tuple(vars(cls)[f].__set__ for f in cls._fields)
+            slots = vars(cls)
+            cls._setters = setters = tuple(slots[f].__set__ for f in cls._fields)
         fields = self._fields
         if len(args) > len(fields):
             raise TypeError(f"{cls.__name__} takes {len(fields)} fields, {len(args)} were given")
