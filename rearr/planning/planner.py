@@ -250,7 +250,9 @@ def _plan_transform(
     dim_of = {n: k for k, d in enumerate(ins) for n in d.names}
     in_axes = [n for d in ins for n in d.names]
     candidates = []
-    for merge in (False, True) if not callable(recipe.reduction) else (False,):
+    # Merging joins axes of one input dimension only: with none that holds two, both trials are one.
+    merges = (False, True) if not callable(recipe.reduction) and any(len(d.names) > 1 for d in ins) else (False,)
+    for merge in merges:
         trial = _Tracker(track.shape)
         _transform_steps(recipe, trial, in_axes, out_axes, size, dim_of if merge else None, results)
         trial.reshape(out_shape)
