@@ -417,6 +417,33 @@ print(counter.frame_count)
     assert run.stdout.split()[-1] == "1"
 
 
+@pytest.mark.slow
+def test_a_plain_first_call_loads_no_indexing_piece_and_an_indexed_one_loads_them():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """import sys, torch, rearr
+ops, autograd = "rearr.backends._torch_ops", "rearr.backends._torch_autograd"
+rearr.rearrange(torch.zeros(2, 3), "a b -> b a")
+rearr.reduce(torch.zeros(2, 3), "a b -> a", "sum")
+assert ops not in sys.modules and autograd not in sys.modules
+x = torch.arange(6.0).reshape(2, 3)
+assert rearr.rearrange(x, "a n[idx] -> a", idx=torch.tensor([2, 0])).tolist() == [2.0, 3.0]
+assert ops in sys.modules  # the gather's check
+src = torch.ones(2, 3, requires_grad=True)
+rearr.scatter(src, "r c -> r m[idx: c]", "max", idx=torch.tensor([0, 1, 1]), m=2).sum().backward()
+assert src.grad.tolist() == [[1.0, 0.5, 0.5], [1.0, 0.5, 0.5]], src.grad  # max's autograd function: ties share
+assert autograd in sys.modules
+print("ok")
+"""
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split()[-1] == "ok"
+
+
 def test_dynamic_shapes_through_list_input_pack_parse_shape_and_two_indices():
     cases = [
         (lambda x, y: rearr.rearrange([x, y], "s b c -> b (s c)"), lambda n: (torch.randn(n, 3), torch.randn(n, 3))),

@@ -4,11 +4,13 @@
 tensor arrives: the module imports without torch, and explain reads its templates (``CODE``) so. The
 scatters, of rows and along an axis, are one decision tree in rearr/backends/_torch_scatter.py; the
 checks as custom ops (torch.compile, jit.trace, vmap) and the device-side assertions are in
-_torch_ops.py, the autograd functions in _torch_autograd.py (both import torch).
+_torch_ops.py, the autograd functions in _torch_autograd.py (both import torch, on the first indexed
+call: `ops` and `autograd` below).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -55,10 +57,8 @@ class TorchBackend(Backend):
         from torch import _VF
         from torch.overrides import has_torch_function
 
-        from . import _torch_autograd, _torch_ops  # import torch: the autograd functions, the checks as ops
-
-        self.torch, self.ops, self.autograd = torch, _torch_ops, _torch_autograd
-        self._jit_tracing = _torch_ops.jit_tracing
+        self.torch = torch
+        self._tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
         self._VF, self._has_torch_function = _VF, has_torch_function
         self._functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batches
         self.TENSOR = torch.Tensor
@@ -69,6 +69,23 @@ class TorchBackend(Backend):
                        **{d: "int" for d in (torch.int8, torch.int16, torch.int32, torch.int64)},
                        **{d: "float" for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)},
                        **{d: "complex" for d in (torch.complex32, torch.complex64, torch.complex128)}}
+
+    # The pieces that only indexed calls use, imported on the first one (the first index conversion,
+    # check or step factory that reads them), not by a plain reshape's first call.
+
+    @functools.cached_property
+    def ops(self) -> Any:
+        """The checks as custom ops (torch.compile, jit.trace, vmap) and the device-side assertions."""
+        from . import _torch_ops
+
+        return _torch_ops
+
+    @functools.cached_property
+    def autograd(self) -> Any:
+        """The autograd functions of the scatters (sums of rows, max and min)."""
+        from . import _torch_autograd
+
+        return _torch_autograd
 
     # --- arrays and dtypes ----------------------------------------------------------------------------
 
@@ -282,7 +299,7 @@ class TorchBackend(Backend):
         """Whether t is an index that convert_index returns as it is and the native calls may check
         (checks_natively), in one call: rearr.run's path for a call seen before."""
         return t.__class__ is self.TENSOR and t.dtype is self._int64 and t.is_cpu and like.is_cpu \
-            and not self._jit_tracing()  # type: ignore[attr-defined]
+            and self._tracing_state() is None
 
     def index_fault(self, e: Exception) -> bool:
         """IndexError (x[idx]), or a kernel's RuntimeError that names an index out of bounds or range."""
