@@ -80,13 +80,6 @@ def writer(first: object, *others: object) -> Callable:
 
 
 
-def read_both(lo: torch.Tensor, hi: torch.Tensor) -> tuple[int, int]:
-    """Two 0-d tensors as ints, in one transfer off a device (one sync, not two); two .item() on the CPU."""
-    if lo.is_cpu:
-        return lo.item(), hi.item()
-    return tuple(torch.stack((lo, hi)).tolist())
-
-
 def on_device(t: torch.Tensor, mode: bool | str) -> bool:
     """Whether index t is checked by device-side assertions: asked for (check_bounds="async"), or by
     default (True, and False for the duplicate check of 'set') on a CUDA device (ROCm's included).
@@ -161,8 +154,9 @@ def check_exact(idx: torch.Tensor, use: IndexUse, text: str, fresh: bool = False
     always (an op may not return its input); else idx itself where no value is negative. torch.func.vmap
     cannot read values: .item() raises RuntimeError there."""
     n = use.length
-    if idx.numel() and idx.device.type != "meta":
-        lo, hi = read_both(*torch.aminmax(idx))
+    if idx.numel() and not idx.is_meta:
+        least, most = torch.aminmax(idx)  # one pass; read as ints, off the CPU in one transfer (one sync, not two)
+        lo, hi = (least.item(), most.item()) if least.is_cpu else torch.stack((least, most)).tolist()
         if lo < -n or hi >= n:
             _common.refuse_out_of_range(use, text, idx.numpy(force=True))
         if lo >= 0 and not fresh:
@@ -198,7 +192,7 @@ def unique_along(idx: torch.Tensor, dim: int, name: str, text: str, mode: bool |
 def refuse_duplicates(idx: torch.Tensor, dim: int, name: str, text: str) -> None:
     """The duplicate check of 'set', on real values: no two values of idx along dim are equal. The torch
     backend runs it eagerly, and the op rearr::check_unique at run time of a traced graph."""
-    if idx.shape[dim] > 1 and idx.device.type != "meta":
+    if idx.shape[dim] > 1 and not idx.is_meta:
         twice = _counted_twice(idx) if idx.dim() == 1 else None
         if twice is not None:
             if twice:
