@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
+from typing import SupportsInt
 
 # Every user mistake has a stable code, so CI logs and `rearr check` output can
 # be grepped and documented (docs/check.md lists them).
@@ -129,6 +131,30 @@ def _fmt_shape(shape: object) -> str:
     if isinstance(shape, Sequence) and shape and all(isinstance(s, tuple) for s in shape):
         return ", ".join(str(tuple(s)) for s in shape)
     return str(tuple(shape)) if isinstance(shape, Sequence) else str(shape)
+
+
+def shown_int(n: SupportsInt) -> str:
+    """An integer as a message writes it: in full where int64 holds it, or where it has at most 20 digits
+    (a uint64 as written); beyond, short and exact where it can be (2**70, 2**64 - 1, 10**30), else its
+    first four digits (7.179e+23), for any size (str() refuses over 4300 digits, float() over 1e308)."""
+    n = int(n)
+    if abs(n) <= 2**63 - 1:
+        return str(n)
+    sign, n = "-" if n < 0 else "", abs(n)
+    if n & (n - 1) == 0:
+        return f"{sign}2**{n.bit_length() - 1}"
+    if n & (n + 1) == 0:
+        return f"{sign}(2**{n.bit_length()} - 1)" if sign else f"2**{n.bit_length()} - 1"
+    e = int(math.log10(n))  # the exponent of ten, corrected where the float is off by one
+    e += (10 ** (e + 1) <= n) - (10**e > n)
+    if n == 10**e:
+        return f"{sign}10**{e}"
+    if e < 20:
+        return sign + str(n)
+    lead = (n + 5 * 10 ** (e - 4)) // 10 ** (e - 3)  # four digits, rounded
+    if lead == 10000:
+        lead, e = 1000, e + 1
+    return f"{sign}{lead // 1000}.{lead % 1000:03d}e+{e}"
 
 
 # Names that mean another one elsewhere (numpy's, einops' older spellings): what a reader most likely meant.

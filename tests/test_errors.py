@@ -240,6 +240,86 @@ def test_a_bad_length_says_what_it_is_and_the_fix_works(lib, pattern, shape, ext
         op(*args, h=fixed, **kw)  # the fix, applied
 
 
+_NO_LENGTHS = [  # values that are no length: each one's fix, applied as written, must work
+    np.array([3]), [3], (3,), [[3]], np.array([3], ">i8"), np.array([3], "<u2"), np.array([3], np.uint8),
+    np.array(3.0), np.array([3.0]), "3", 4.0, False, True, 3.5, float("nan"), float("inf"), None, 2**70, -3,
+    -2.0, 1e19, 1e30, float(2**63), np.float64(1e30), np.array([3, 2]), np.array([4]), [], [3, 2],
+]
+
+
+def _fixed(hint: str, name: str = "h") -> int:
+    """The length a fix offers, taken literally: the last 'h=N' of the hint."""
+    import re
+
+    (*_, last) = re.finditer(rf"\b{name}=(\d+)\b", hint)
+    return int(last[1])
+
+
+@pytest.mark.parametrize("value", _NO_LENGTHS, ids=repr)
+@pytest.mark.parametrize("call", [
+    lambda x, **kw: rearr.rearrange(x, "(h w) c -> h w c", **kw),
+    lambda x, **kw: rearr.reduce(x, "(h w) c -> h", "sum", **kw),
+    lambda x, **kw: rearr.repeat(x, "(h w) c -> h w c r", r=2, **kw),
+    lambda x, **kw: rearr.rearrange(x, "(h w) n[i: k] -> k h w", i=np.array([1, 0]), **kw),  # the careful path
+    lambda x, **kw: rearr.scatter(x, "(h w) c -> h w n[i: c]", "sum", i=np.array([1, 0]), n=3, **kw),
+    lambda x, **kw: rearr.einsum(x, "(h w) c -> h w c", **kw),
+    lambda x, **kw: rearr.einsum(x, np.ones(2), "(h w) c, c -> h w", **kw),
+], ids=["rearrange", "reduce", "repeat", "gather", "scatter", "einsum", "einsum2"])
+def test_the_fix_for_a_value_that_is_no_length_works_when_applied(call, value):
+    """Whatever the value (a one-element list, a big-endian array, a float beyond int64, None), the int the
+    fix offers fits the input's shape: 6 = h * w takes h=3, not 'e.g. h=4', which does not divide 6."""
+    x = np.zeros((6, 2))
+    with pytest.raises(rearr.RearrError) as info:
+        call(x, h=value)
+    e = info.value
+    assert e.code == "RA305" and e.pattern[e.col] == "h", str(e)
+    assert str(10**19) not in e.hint and str(2**63) not in e.hint
+    call(x, h=_fixed(e.hint))  # the fix, applied: no error
+
+
+@pytest.mark.parametrize("value", [np.array([3]), [3], (3,), np.array([3], ">i8"), np.array(3.0), [3.0],
+                                   torch.tensor([3]), torch.tensor([3.0]), "3", 3.0], ids=repr)
+def test_a_value_that_holds_a_fitting_int_is_fixed_to_that_int(value):
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(np.zeros((6, 2)), "(h w) c -> h w c", h=value)
+    assert info.value.hint in ("pass the int it holds: h=3", "pass h=3")
+
+
+def test_a_held_int_that_does_not_fit_says_so_and_offers_one_that_does():
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(np.zeros((6, 2)), "(h w) c -> h w c", h=[4])
+    assert info.value.hint == "pass an int that fits the shape: h=4 does not, h=3 does"
+    with pytest.raises(rearr.RearrError) as info:  # another keyword fixes h: the fix keeps it
+        rearr.rearrange(np.zeros((12, 2)), "(h w) c -> h w c", h=None, w=3)
+    assert _fixed(info.value.hint) == 4
+
+
+@pytest.mark.parametrize("value, shown", [
+    (18446744073709551615, "2**64 - 1"), (np.uint64(2**64 - 1), "2**64 - 1"),
+    (18446744073709551614, "18446744073709551614"), (np.uint64(2**64 - 2), "18446744073709551614"),
+    (-(2**70), "-2**70"), (3**1000, "1.322e+477"), (10**5000 + 1, "1.000e+5000"),
+], ids=lambda v: v if isinstance(v, str) else type(v).__name__)
+def test_a_huge_length_is_shown_as_written_or_short_and_exact(value, shown):
+    """At most 20 digits as written (a uint64), beyond that short: never an approximation of a value
+    that fits in 20 digits, and no crash for a value str() or float() refuses."""
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(np.zeros(6), "(h w) -> h w", h=value)
+    assert info.value.message.startswith(f"length h={shown} is ")
+
+
+def test_big_counts_and_fills_are_shown_short():
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.repeat(np.zeros(2), "h -> h c d e", c=2**30, d=2**30, e=2**30)
+    assert info.value.message == "the result would hold 2**91 elements, more than int64 can count"
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.scatter(np.ones(4, np.int64), "k -> n[i]", "sum", i=[0, 1, 1, 2], n=3, fill=2**70)
+    assert info.value.message.startswith("fill=2**70 cannot be held by a tensor of int64")
+    assert str(2**70) not in str(info.value)
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(np.zeros(6), "(h w) -> h w", h=[0] * 10**5)  # a long value is cut short
+    assert len(str(info.value)) < 400
+
+
 @pytest.mark.parametrize("call, kwargs, hint", [
     ("b h w -> b (h w)", {"hw": 12}, "remove hw=: the input's shape gives 'h' its length"),
     ("b (h w) c -> b h w c", {"hw": 2}, "rename hw= to h="),

@@ -10,12 +10,13 @@ product is a spec string, not a Plan of steps.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from ..errors import RearrError
 from ..rules.arguments import symbolic
 from ..rules.recipe import ELLIPSIS, analyze, einsum_operand_count
-from .lengths import Lengths, dimension, known_shape, length_of
+from .lengths import Lengths, dimension, fitting_length, known_shape, length_of, others
 from .plan import Permute, Reshape
 
 
@@ -43,6 +44,13 @@ class EinsumMatmul(NamedTuple):
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+def fitting(pattern: str, shapes: tuple, lengths: Iterable[tuple[str, object]], name: str, near: int) -> int:
+    """The length of keyword ``name`` nearest to ``near`` that the operands' shapes take (lengths.fitting_length):
+    what RA305's fix offers."""
+    kept = others(lengths, name)
+    return fitting_length(lambda n: plan(pattern, shapes, (*kept, (name, n))), (n for s in shapes for n in s), near)
+
+
 def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
     """(pattern, operand shapes, lengths as (name, int) pairs) -> EinsumPlan. Every shape rule is
     checked here, naming the user's axes: the backend sees only a spec that fits. Shapes may hold
@@ -52,7 +60,8 @@ def plan(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:
     if count is not None:
         raise count
     lens = Lengths(pattern)
-    lens.given(r, lengths)  # plain ints come as they were passed (api's look-up key): -3 is RA305 here
+    lens.given(r, lengths, lambda name, near: fitting(pattern, shapes, lengths, name, near))  # plain ints come
+    # as they were passed (api's look-up key): -3 is RA305 here
     ellipses: list[tuple[int, ...]] = []
     dims_sizes = []  # every named dimension of every operand, with its length and where it is
     for k, (dims, shape) in enumerate(zip(r.inputs, shapes)):

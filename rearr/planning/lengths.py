@@ -7,12 +7,22 @@ disagrees (RA303) reads the same, points at the same column and offers the same 
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import RearrError
 from ..rules.arguments import symbolic
-from ..rules.recipe import ELLIPSIS, Dim, Recipe, anonymous_length, check_length_value, traced_length, two_unknowns
+from ..rules.recipe import (
+    ELLIPSIS,
+    INT64_MAX,
+    Dim,
+    Recipe,
+    anonymous_length,
+    check_length_value,
+    traced_length,
+    two_unknowns,
+)
 
 KEYWORD = "keyword"  # the source of a length passed as a keyword: the fixes change or drop those
 
@@ -78,15 +88,19 @@ class Lengths:
     def _err(self, code: str, message: str, col: int | None, hint: str) -> RearrError:
         return RearrError(message, code=code, pattern=self.pattern, col=col, hint=hint)
 
-    def given(self, recipe: Recipe, lengths: Iterable[tuple[str, object]]) -> None:
-        """The anonymous axes' lengths and the length keywords (checked: RA305); index keywords are skipped."""
+    def given(self, recipe: Recipe, lengths: Iterable[tuple[str, object]],
+              fitting: Callable[[str, int], int] | None = None) -> None:
+        """The anonymous axes' lengths and the length keywords (checked: RA305, whose fix offers
+        ``fitting(name, near)``, a length that fits the shapes); index keywords are skipped."""
         cols = dict(recipe.cols)
         for name, value in recipe.anon:
             self.set(name, value, "anonymous axis", cols.get(name))
         index_names = set(recipe.index_names)
         for name, value in lengths:
             if name not in index_names:
-                value = value if symbolic(value) else check_length_value(recipe, name, value)
+                if not symbolic(value):
+                    fits = None if fitting is None else functools.partial(fitting, name)
+                    value = check_length_value(recipe, name, value, fits)
                 self.set(name, value, KEYWORD, cols.get(name))
 
     def set(self, name: str, value: int, source: str, col: int | None) -> None:
@@ -178,8 +192,7 @@ def _divisor(n: int, near: int) -> int:
     """The divisor of n nearest to ``near`` (the smaller on a tie): a length that a fix may offer."""
     if symbolic(n) or symbolic(near) or n == 0:  # every length divides 0
         return near if not symbolic(near) and near > 0 else 1
-    divisors = [e for d in range(1, math.isqrt(n) + 1) if n % d == 0 for e in (d, n // d)]
-    return min(divisors, key=lambda d: (abs(d - near), d))
+    return min(_divisors(n), key=lambda d: (abs(d - near), d))
 
 
 # --- the input side: ellipsis, keywords, the input's shape -------------------
@@ -234,9 +247,42 @@ def resolve(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, ob
     (ins,), (outs,) = recipe.inputs, recipe.outputs
     ins, ellipsis_axes = expand_ellipsis(recipe.text, ins, len(shape))
     lens = Lengths(recipe.text)
-    lens.given(recipe, lengths)
+    lens.given(recipe, lengths, lambda name, near: fitting_length(
+        lambda n: resolve(recipe, shape, (*others(lengths, name), (name, n))), shape, near))
     lens.solve([(dim, size, dimension(k)) for k, (dim, size) in enumerate(zip(ins, shape))])
     return ins, expand_out(outs, ellipsis_axes), ellipsis_axes, lens
+
+
+def fitting_length(fits: Callable[[int], object], sizes: Iterable[object], near: int) -> int:
+    """The length nearest to ``near`` that ``fits`` takes without a RearrError (fits: the solver, asked
+    with that length for the keyword and the call's other valid ones), among ``near`` and the divisors
+    of ``sizes`` (the inputs' lengths); ``near`` where none fits (an error elsewhere). What a fix offers
+    for a keyword whose value is no length."""
+    candidates = {near} | {d for size in sizes if size.__class__ is int and 0 < size <= _DIVIDED  # type: ignore[operator]
+                           for d in _divisors(size)}  # type: ignore[arg-type]
+    for candidate in sorted(candidates, key=lambda d: (abs(d - near), d))[:_TRIES]:
+        try:
+            fits(candidate)
+        except RearrError:
+            continue
+        return candidate
+    return near
+
+
+_DIVIDED = 2**48  # the largest length whose divisors a fix looks through (a loop to its square root)
+_TRIES = 64
+
+
+def others(lengths: Iterable[tuple[str, object]], name: str) -> tuple[tuple[str, int], ...]:
+    """The keywords but ``name`` that are lengths as they are (plain ints that int64 holds): those that a
+    fix for ``name`` keeps."""
+    return tuple((n, v) for n, v in lengths if n != name and v.__class__ is int and 0 <= v <= INT64_MAX)  # type: ignore[operator]
+
+
+def _divisors(n: int) -> list[int]:
+    if symbolic(n) or n == 0:
+        return []
+    return [e for d in range(1, math.isqrt(n) + 1) if n % d == 0 for e in (d, n // d)]
 
 
 def input_lengths(recipe: Recipe, shape: tuple[int, ...], lengths: tuple[tuple[str, object], ...] = ()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import RearrError
+from ..errors import RearrError, shown_int
 from ..rules.arguments import symbolic
 from ..rules.recipe import ELLIPSIS, INT64_MAX, Dim, IndexSpec, Recipe, index_not_passed
 from .lengths import (
@@ -230,7 +230,7 @@ def _check_ndim(recipe: Recipe, steps: list[Step], out_shape: tuple[int, ...]) -
                    f"{MAX_DIMS}", None, "group axes with parentheses so fewer dimensions are needed")
     largest = max(math.prod(shape) for shape in shapes)
     if largest > INT64_MAX:
-        raise _err(recipe, "RA305", f"the result would hold {largest} elements, more than int64 can count",
+        raise _err(recipe, "RA305", f"the result would hold {shown_int(largest)} elements, more than int64 can count",
                    None, "use smaller lengths")
 
 

@@ -24,7 +24,7 @@ import math
 import numbers
 from typing import Any
 
-from ..errors import RearrError
+from ..errors import RearrError, shown_int
 from ..rules.recipe import INT64_MAX
 
 KINDS = ("bool", "int", "uint", "float", "complex", "other")
@@ -99,12 +99,13 @@ def check_fill(kind: str, bounds: tuple[Any, Any], dtype: object, fill: Any) -> 
 
 
 def _bad_fill(fill: Any, dtype: object, why: str) -> RearrError:
-    return RearrError(f"fill={fill!r} cannot be held by a tensor of {dtype}: {why}", code="RA500",
+    shown = shown_int(fill) if isinstance(fill, numbers.Integral) and not isinstance(fill, bool) else repr(fill)
+    return RearrError(f"fill={shown} cannot be held by a tensor of {dtype}: {why}", code="RA500",
                       hint="pass a fill= that the dtype holds, or convert the source to a dtype that holds it")
 
 
 def check_bytes(elements: int, itemsize: int) -> None:
     if elements * itemsize > INT64_MAX:
-        raise RearrError(f"a tensor of {elements} elements of {itemsize} bytes would need "
-                         f"{elements * itemsize} bytes, more than int64 counts", code="RA305",
+        raise RearrError(f"a tensor of {shown_int(elements)} elements of {itemsize} bytes would need "
+                         f"{shown_int(elements * itemsize)} bytes, more than int64 counts", code="RA305",
                          hint="use smaller lengths")

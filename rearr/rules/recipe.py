@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import reprlib
 import sys
 import warnings
 from collections import Counter
@@ -18,7 +19,7 @@ from typing import get_args
 
 from .._record import Record
 from .._types import ReductionName, ScatterReduction
-from ..errors import RearrError, nearest
+from ..errors import RearrError, nearest, shown_int
 from ..syntax import ir
 from ..syntax.parser import parse as _parse  # every rule reads a parsed pattern: they load together
 
@@ -195,32 +196,48 @@ def einsum_operand_count(recipe: Recipe, tensors: int) -> RearrError | None:
                       code="RA206", pattern=recipe.text, hint="give one operand per tensor, separated by ','")
 
 
-def check_length_value(recipe: Recipe, name: str, value: object) -> int:
-    """The int a length keyword stands for (the cache key is always that int), or RA305 saying why not."""
+def check_length_value(recipe: Recipe, name: str, value: object,
+                       fitting: Callable[[int], int] | None = None) -> int:
+    """The int a length keyword stands for (the cache key is always that int), or RA305 saying why not.
+    ``fitting(near)``: the length nearest to ``near`` that the call's shapes take for ``name``, which the
+    fix offers (the library knows the shapes; `rearr check` does not, and offers ``near``)."""
     value = traced_length(value)
     number = value if isinstance(value, numbers.Integral) else _zero_d_integer(value)
     if not isinstance(value, bool) and number is not None and 0 <= int(number) <= INT64_MAX:
         return int(number)
-    what, fix = _not_a_length(name, value, number)
+    what, fix = _not_a_length(name, value, number, fitting or _as_is)
     raise _err(recipe.text, "RA305", f"length {name}={_shown(value)} {what}", recipe.col(name), fix)
 
 
-def _not_a_length(name: str, value: object, number: object) -> tuple[str, str]:
-    """What a length keyword's value is instead of a length, and the keyword as it should be passed."""
-    if isinstance(value, bool) or "bool" in str(getattr(value, "dtype", "")) and not _sized(value):
-        return "is a bool, not a length", f"pass an int: {name}={int(bool(value))}"
-    if number is not None:
-        if int(number) < 0:
-            return "is negative", "pass a length of 0 or more"
-        return "is larger than int64 counts (2**63 - 1)", f"pass a length below 2**63, e.g. {name}=4"
-    shape = getattr(value, "shape", None)
-    if shape is not None and _sized(value):  # an array or tensor of one or more axes
-        one = _one_integer(value)
-        fix = f"pass the int it holds: {name}={one}" if one is not None else f"pass an int, e.g. {name}=4"
-        return f"is an array of shape {tuple(shape)}, not one integer", fix
-    if isinstance(value, numbers.Real) and float(value).is_integer():  # 2.0, np.float32(2.0)
-        return f"is a {type(value).__name__}, not an integer", f"pass {name}={int(value)}"
-    return f"is a {type(value).__name__}, not an integer", f"pass an int, e.g. {name}=4"
+def _as_is(near: int) -> int:
+    return near
+
+
+def _not_a_length(name: str, value: object, number: object, fitting: Callable[[int], int]) -> tuple[str, str]:
+    """What a length keyword's value is instead of a length, and the keyword as it should be passed: the
+    int the value stands for where it is a length that fits, else a length that fits."""
+    sized, held = _sized(value), None  # held: the int the value stands for
+    if isinstance(value, bool) or "bool" in str(getattr(value, "dtype", "")) and not sized:
+        what, held = "is a bool, not a length", int(bool(value))
+    elif number is not None:
+        held = int(number)  # type: ignore[call-overload]
+        what = "is negative" if held < 0 else "is larger than int64 counts (2**63 - 1)"
+    else:
+        shape = getattr(value, "shape", None)
+        what = f"is an array of shape {tuple(shape)}, not one integer" if shape is not None and sized else \
+            f"is a {type(value).__name__}, not an integer"
+        held = _held_integer(value)
+    if held is not None and held < 0:
+        return what, f"pass a length of 0 or more, e.g. {name}={fitting(4)}"
+    if held is not None and held > INT64_MAX:
+        return what, f"pass a length below 2**63, e.g. {name}={fitting(4)}"
+    if held is None:
+        return what, f"pass an int, e.g. {name}={fitting(_nearest_int(value))}"
+    fits = fitting(held)
+    if fits != held:
+        return what, f"pass an int that fits the shape: {name}={held} does not, {name}={fits} does"
+    holds = sized or isinstance(value, list | tuple)
+    return what, f"pass the int it holds: {name}={held}" if holds else f"pass {name}={held}"
 
 
 def _sized(value: object) -> bool:
@@ -228,29 +245,46 @@ def _sized(value: object) -> bool:
     return shape is not None and len(shape) > 0
 
 
-def _one_integer(value: object) -> int | None:
-    """The integer a one-element integer array or tensor holds (np.array([3])), else None."""
-    try:
-        if math.prod(value.shape) == 1 and "int" in str(value.dtype):  # type: ignore[attr-defined]
-            return int(value.reshape(()).item())  # type: ignore[attr-defined]
-    except (TypeError, ValueError, AttributeError, RuntimeError):
-        pass
-    return None
+def _held_integer(value: object) -> int | None:
+    """The integer a value that is no length stands for, else None: a whole float (2.0, np.float32(2.0),
+    np.array(2.0)), the one element of a list, tuple, array or tensor ([3], (3,), np.array([3], '>i8'),
+    torch.tensor([3.0])), a str of digits ('3'). Bools stand for none."""
+    while isinstance(value, list | tuple) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, str):
+        return int(value) if value.isascii() and value.isdigit() and len(value) <= 20 else None
+    if getattr(value, "shape", None) is not None:
+        try:
+            if math.prod(value.shape) != 1:  # type: ignore[attr-defined]
+                return None
+            value = value.reshape(()).item()  # type: ignore[attr-defined]  # a Python int, float or bool
+        except (TypeError, ValueError, AttributeError, RuntimeError, NotImplementedError):
+            return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    f = float(value)
+    return int(f) if math.isfinite(f) and f.is_integer() else None
+
+
+def _nearest_int(value: object) -> int:
+    """The length a fix offers near a value that stands for no integer: 3.5 -> 4 (round), else 4."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value)):
+        return min(max(round(float(value)), 1), INT64_MAX)
+    return 4
 
 
 def _shown(value: object) -> str:
-    """value as a message writes it: a huge integer short (_large), a negative one with its sign."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) > INT64_MAX:
-        return ("-" if int(value) < 0 else "") + _large(abs(int(value)))
-    return repr(value)
+    """value as a message writes it: an integer as errors.shown_int writes it (2**70 short, a uint64 as
+    written), anything else as repr writes it, cut short (a list of a million items)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return shown_int(value)  # type: ignore[arg-type]
+    return _REPR.repr(value)
 
 
-def _large(n: int) -> str:
-    """A huge integer without all of its digits: 2**70, 10**30 or 1.181e+21."""
-    if n & (n - 1) == 0:
-        return f"2**{n.bit_length() - 1}"
-    digits = str(n)
-    return f"10**{len(digits) - 1}" if digits.rstrip("0") == "1" else f"{n:.3e}"
+_REPR = reprlib.Repr()
+_REPR.maxother = _REPR.maxstring = 60
 
 
 def traced_length(n: object) -> object:

@@ -147,7 +147,7 @@ def transform(op: str, tensor: Any, pattern: str, reduction: object, lengths: di
         if key is None:  # the look-up could not key the call as made: key it as it runs
             for value in lengths.values():
                 if value.__class__ is not int:  # 2.0 == 2 in a key: validate before the look-up
-                    lengths = {n: program.length_value(op, pattern, reduction, lengths, n, v)
+                    lengths = {n: program.length_value(op, pattern, reduction, lengths, n, v, tensor.shape)
                                for n, v in lengths.items()}
                     break
             key = unindexed_key(op, pattern, reduction, tensor, lengths)

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..backends import _BY_TYPE, backend_for
 from ..errors import RearrError
+from ..planning.einsum import fitting
 from ..rules import recipe
 from . import cache
 
@@ -26,7 +28,7 @@ def planned_call(tensors_and_pattern: tuple, axes_lengths: dict[str, Any], key: 
         if backend is not None:  # (an nn.Parameter is another class of the same backend)
             shapes = tuple([t.shape for t in tensors if _BY_TYPE.get(t.__class__) is backend])
             if len(shapes) == len(tensors):
-                lengths = _plan_lengths(pattern, axes_lengths) if axes_lengths else ()
+                lengths = _plan_lengths(pattern, axes_lengths, shapes) if axes_lengths else ()
                 entry = program(backend, _planned(pattern, shapes, lengths))
                 if key is not None:  # else a call the look-up does not key: it never looks
                     cache.einsum_pairs.add(key, entry)
@@ -58,22 +60,25 @@ def careful(args: tuple, axes_lengths: dict[str, Any]) -> Any:
             hint = (f"make operand {k} a {first} as operand 0 is (or every operand a {this})"
                     if other.name == backend.name else "give einsum tensors of one library")
             raise RearrError(f"operand {k} is a {this}, operand 0 a {first}", code="RA500", hint=hint)
-    lengths = _lengths(pattern, axes_lengths)
-    plan = _planned(pattern, tuple(tuple(t.shape) for t in tensors), tuple(lengths.items()))
+    shapes = tuple(tuple(t.shape) for t in tensors)
+    plan = _planned(pattern, shapes, tuple(_lengths(pattern, axes_lengths, shapes).items()))
     return run(backend, *program(backend, plan), tuple(tensors))
 
 
-def _plan_lengths(pattern: str, axes_lengths: dict[str, Any]) -> tuple:
+def _plan_lengths(pattern: str, axes_lengths: dict[str, Any], shapes: tuple) -> tuple:
     """The lengths as einsum_plan's key: plain ints as they are, anything else validated first (2.0 == 2)."""
     for value in axes_lengths.values():
         if value.__class__ is not int:
-            return tuple(_lengths(pattern, axes_lengths).items())
+            return tuple(_lengths(pattern, axes_lengths, shapes).items())
     return tuple(axes_lengths.items())
 
 
-def _lengths(pattern: str, axes_lengths: dict[str, Any]) -> dict[str, int]:
+def _lengths(pattern: str, axes_lengths: dict[str, Any], shapes: tuple) -> dict[str, int]:
+    """Each length keyword as its int, or RA305 with a fix that fits the operands' shapes."""
     r = recipe.analyze(pattern, "einsum", None, tuple(sorted(axes_lengths)))
-    return {name: recipe.check_length_value(r, name, value) for name, value in axes_lengths.items()}
+    items = axes_lengths.items()
+    return {name: recipe.check_length_value(r, name, value, functools.partial(fitting, pattern, shapes, items, name))
+            for name, value in items}
 
 
 def _planned(pattern: str, shapes: tuple, lengths: tuple) -> EinsumPlan:

@@ -93,7 +93,7 @@ def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, k
             read.append((name, backend.convert_index(value, x, name, pattern, checks).shape))
         else:
             read.append((name, value if value.__class__ is int else length_value(op, pattern, reduction, kwargs,
-                                                                                  name, value)))
+                                                                                  name, value, x.shape)))
     key = cache.indexed_key(op, pattern, reduction, backend, x.shape, tuple(read), into_shape)
     try:
         return cache.indexed.get_or_make(key, compile_indexed, *key)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backends.contract import native_calls
-from ..planning import planner
+from ..planning import lengths, planner
 from ..planning.plan import AdvancedIndex, Expand, GatherAlong, Reduce, Reshape, ScatterAlong, ScatterRows, TakeRows
 from ..planning.policy import check_bytes, check_fill, check_reduction, not_numbers
 from ..rules import arguments, recipe
@@ -64,13 +64,23 @@ def analyze(text: str, op: str, reduction: object, names: tuple) -> recipe.Recip
         return recipe.analyze.__wrapped__(text, op, reduction, names)
 
 
-def length_value(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object) -> object:
+def length_value(op: str, pattern: str, reduction: object, kwargs: dict, name: str, value: object,
+                 shape: tuple | None = None) -> object:
     """A keyword that is not a plain int: an index as it is, a length as the int it stands for (or
-    torch.compile's symbolic length), else the RearrError."""
+    torch.compile's symbolic length), else the RearrError, whose fix offers a length that fits the
+    input's ``shape``."""
     if arguments.symbolic(value):  # torch.compile's dynamic length, e.g. c=x.shape[1] * 2
         return value
     r = analyze(pattern, op, reduction, tuple(sorted(kwargs)))
-    return value if name in r.index_names else recipe.check_length_value(r, name, value)
+    if name in r.index_names:
+        return value
+    if shape is None:
+        return recipe.check_length_value(r, name, value)
+
+    def fits(n: int) -> object:
+        return lengths.resolve(r, lengths.known_shape(shape), (*lengths.others(kwargs.items(), name), (name, n)))
+
+    return recipe.check_length_value(r, name, value, lambda near: lengths.fitting_length(fits, shape, near))
 
 
 def compile_plan(steps: tuple, backend: Any) -> tuple[Callable, ...]:
