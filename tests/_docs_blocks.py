@@ -1,5 +1,6 @@
 """The fenced blocks of README.md and docs/*.md, as the docs' tests read them (docs/test_docs_run.py runs
-them; backends/test_dtensor.py runs the blocks marked `<!-- ranks: N -->` on gloo processes). The
+them; backends/test_dtensor.py runs the blocks marked `<!-- ranks: N -->` on gloo processes,
+backends/test_jax_sharded.py those marked `<!-- devices: N -->` with N forced jax devices). The
 convention is docs/test_docs_run.py's docstring."""
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def blocks(page: Path) -> list[Block]:
         blank_between = previous is not None and all(
             not line.strip() for line in lines[previous.line + previous.body.count("\n"):i])
         if (block.lang in ("text", "pytb") and previous is not None and previous.lang == "python"
-                and previous.kind in ("script", "ranks") and previous.output is None and blank_between
+                and previous.kind in ("script", "ranks", "devices") and previous.output is None and blank_between
                 and marker is None):
             found[-1] = dataclasses.replace(previous, output=block)
         else:

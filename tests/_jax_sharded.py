@@ -296,8 +296,52 @@ def transformed(name: str, op: Op, opname: str):
 TRANSFORMS = {f"{k}_{h}" for k in ("vmap", "scan", "grad", "checkpoint") for h in ("jit", "in_shardings")}
 
 
+def refused(kind: str) -> dict:
+    """An index, or into=, committed to another mesh than the tensor's: RA500 before anything runs."""
+    d = jax.devices()
+    x = jax.device_put(np.zeros((V, C), np.float32), NamedSharding(mesh1(), P("d")))
+    ids = np.arange(E, dtype=np.int32) % V
+    half = NamedSharding(Mesh(np.array(d[:2]), ("d",)), P("d"))
+    report: dict = {"right": True, "want": "RA500"}
+    t0 = time.perf_counter()
+    try:
+        if kind == "index_mesh":
+            rearr.rearrange(x, "v[ids: e] c -> e c", ids=jax.device_put(ids, half))
+        elif kind == "into_mesh":
+            rearr.scatter(x[:E], "e c -> v[ids: e] c", "sum", ids=ids, into=jax.device_put(np.zeros((V, C), np.float32),
+                                                                                            half))
+        report["message"] = None
+    except rearr.RearrError as e:
+        report["seconds"] = time.perf_counter() - t0
+        report["message"], report["fix"] = e.code, bool(e.hint)
+        report["detail"] = str(e)[:1500]
+    report["healthy"] = healthy()
+    return report
+
+
+def docs_block(k: int) -> dict:
+    """Block k of the JSON file $REARR_DOCS_BLOCKS (docs blocks marked <!-- devices: 4 -->), run as a
+    script: what it prints."""
+    import contextlib
+    import io
+    import os
+
+    where, body = json.loads(open(os.environ["REARR_DOCS_BLOCKS"], encoding="utf-8").read())[k]
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(body, where, "exec"), {"__name__": "__main__"})  # noqa: S102 - the docs' own code
+    except Exception as e:  # noqa: BLE001 - reported to the parent
+        return {"right": False, "detail": "".join(traceback.format_exception(e))[-3000:], "printed": printed.getvalue()}
+    return {"right": True, "printed": printed.getvalue()}
+
+
 def run(case: str) -> dict:
     ctx, opname = case.split(":")
+    if ctx == "refused":
+        return {"case": case, **refused(opname)}
+    if ctx == "docs":
+        return {"case": case, **docs_block(int(opname))}
     op = OPS[opname]
     report: dict = {"case": case}
     if ctx in TRANSFORMS:

@@ -77,7 +77,8 @@ class JaxBackend(ArrayApiBackend):
 
         self.jax, self.jnp, self.lax, self.np = jax, jnp, lax, np
         self._autodiff, self._checks = _jax_autodiff, _jax_checks
-        self.TENSOR = type(jnp.zeros(()))
+        with jax.ensure_compile_time_eval():  # a backend first made under jit: an array, not jit's tracer
+            self.TENSOR = type(jnp.zeros(()))
         self._Tracer = jax.core.Tracer
 
     def accepts(self, x: object) -> bool:
@@ -136,6 +137,10 @@ class JaxBackend(ArrayApiBackend):
                 zero = self._checks.check(jnp.any(value > want.max), (value,),
                                          lambda v: self._checks.first_bad(v, v > want.max), beyond, dtype)
                 return value.astype(dtype) + zero
+        if isinstance(value, self.TENSOR) and self._has_values(value):
+            bits = jnp.iinfo(_xp.index_dtype(jnp)).bits
+            if _common.wraps(value.dtype, bits):  # read on the host, as numpy: no eager jax op on its shards
+                _common.refuse_beyond(name, text, self.np.asarray(value), bits)
         return super().convert_index(value, like, name, text, mode)
 
     def check_index(self, t: Any, use: IndexUse, text: str, mode: bool | str = True) -> Any:

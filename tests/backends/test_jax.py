@@ -70,6 +70,17 @@ def test_jax_arrays_and_tracers_take_the_jax_backend() -> None:
     assert seen == ["jax", "jax"]
 
 
+def test_a_backend_first_made_under_jit_knows_the_array_type() -> None:
+    """The backend of a process whose first rearr call is traced by jit: its TENSOR is jax's array, not
+    jit's tracer (jnp.zeros under a trace is one), else an eager call later took an index committed to
+    another mesh as no jax array and skipped the RA500 that refuses it."""
+    from rearr.backends.jax import JaxBackend
+
+    made = []
+    jax.jit(lambda t: made.append(JaxBackend()) or t)(jnp.zeros(2))
+    assert made[0].TENSOR is type(jnp.zeros(2))
+
+
 # --- valid indices: eager, jit, vmap, grad == numpy ---------------------------------
 
 

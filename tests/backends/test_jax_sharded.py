@@ -36,16 +36,32 @@ TRANSFORMS = [f"{t}_{h}:{op}" for t in ("vmap", "scan", "grad", "checkpoint") fo
 # The fast loop: the contexts of the issue (jit, shard_map, pmap, and the fallback without a mesh) on the
 # ops that take an index, one of each kind.
 FAST = [f"{c}:{op}" for c in ("jit", "jit_in_shardings", "shard_map", "pmap")
-        for op in ("gather", "scatter_sum", "scatter_set", "unsigned")] + ["eager:gather", "jit:rearrange"]
+        for op in ("gather", "scatter_sum", "scatter_set", "unsigned")] + \
+    ["eager:gather", "jit:rearrange", "refused:index_mesh", "refused:into_mesh"]
 EVERY = [f"{c}:{op}" for c in CONTEXTS for op in PLAIN + INDEXED if f"{c}:{op}" not in SKIPPED] + TRANSFORMS
 # What a device left behind, or an index moved to one device, prints on stderr.
 BROKEN = ("Involuntary full rematerialization", "Termination timeout", "terminate called", "Fatal Python error",
           "Exception ignored", "Aborted", "Segmentation fault")
 
 
-def run_child(cases: list[str], timeout: float) -> tuple[dict, str]:
+def docs_blocks() -> list:
+    """The docs' blocks marked `<!-- devices: 4 -->` (tests/docs/test_docs_run.py reads the pages and
+    leaves these to this file), each with the output block after it."""
+    import importlib.util
+
+    docs = sys.modules.get("test_docs_run")
+    if docs is None:
+        path = Path(__file__).resolve().parents[1] / "docs" / "test_docs_run.py"
+        spec = importlib.util.spec_from_file_location("test_docs_run", path)
+        docs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(docs)
+    return [b for b in docs.ALL if b.kind == "devices" and b.marker.partition(":")[2].strip() == "4"]
+
+
+def run_child(cases: list[str], timeout: float, docs: str | None = None) -> tuple[dict, str]:
     """Every case's report, and the child's stderr; the child's process group killed past timeout."""
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu",
+    env = {**os.environ, **({"REARR_DOCS_BLOCKS": docs} if docs else {}),
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join(p for p in (str(CHILD.parents[1]), os.environ.get("PYTHONPATH")) if p)}
     env.pop("JAX_ENABLE_X64", None)
     child = subprocess.Popen([sys.executable, str(CHILD), *cases], env=env, stdout=subprocess.PIPE,
@@ -78,20 +94,31 @@ def problems(report: dict) -> list[str]:
     return found
 
 
-def check_all(cases: list[str], timeout: float) -> None:
-    reports, err = run_child(cases, timeout)
+def check_all(cases: list[str], timeout: float, docs: str | None = None) -> dict:
+    """Every case's report, once each is right and the child's stderr shows nothing broken."""
+    reports, err = run_child(cases, timeout, docs)
     wrong = {c: problems(reports[c]) if c in reports else ["no report"] for c in cases}
     wrong = {c: p for c, p in wrong.items() if p}
     assert not wrong, json.dumps(wrong, indent=1)[:6000]
     broken = [line for line in err.splitlines() if any(b in line for b in BROKEN)]
     assert not broken, "\n".join(broken[:20])
+    return reports
 
 
-def test_the_issue_contexts_check_a_bad_index_on_every_device() -> None:
+def test_the_issue_contexts_check_a_bad_index_on_every_device(tmp_path: Path) -> None:
     """jit over a mesh, jit(in_shardings=) with host arrays, shard_map and pmap, each with a collective
     after the op: before, a bad value on one device raised there while the others waited in an all-reduce
-    until XLA aborted the process (about a minute later)."""
-    check_all(FAST, timeout=240)
+    until XLA aborted the process (about a minute later). An index or into= on another mesh is refused.
+    The docs' 4-device examples print what the pages show (in the same child)."""
+    blocks = docs_blocks()
+    assert blocks, "docs/scaling.md shows a 4-device jax example"
+    listed = tmp_path / "blocks.json"
+    listed.write_text(json.dumps([(b.where, "\n" * (b.line - 1) + b.body) for b in blocks]), encoding="utf-8")
+    shown = [f"docs:{k}" for k in range(len(blocks))]
+    reports = check_all(FAST + shown, timeout=240, docs=str(listed))
+    for case, block in zip(shown, blocks):
+        assert block.output is not None, f"{block.where}: the output block after it"
+        assert reports[case]["printed"] == block.output.body, f"{block.where} printed {reports[case]['printed']!r}"
 
 
 @pytest.mark.slow  # every op in every context, in one child process: about a minute

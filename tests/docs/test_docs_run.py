@@ -18,7 +18,10 @@ How a ```python block is read (the convention of the docs; tests/README.md repea
     its line, with that code and message, and the block has no other finding.
   - `<!-- ranks: N -->`: a script for N processes of one process group (torch.distributed), which
     tests/backends/test_dtensor.py runs on N gloo processes (tests/_gloo.py): a ```text block right
-    after it is what every rank prints, compared exactly.
+    after it is what every rank prints, compared exactly;
+  - `<!-- devices: N -->`: a jax script for a process with N devices, which
+    tests/backends/test_jax_sharded.py runs with N forced host devices: a ```text block right after it
+    is what it prints, compared exactly.
 
 A page whose blocks import torch, jax, dask or array-api-strict is skipped only where that framework
 is not installed (CI installs them all). The tests also keep internal project text out of the user
@@ -159,7 +162,7 @@ def test_every_python_block_runs_as_pasted(page: Path):
 
 
 def test_every_python_block_is_run_checked_or_marked_with_a_reason():
-    kinds = {"script", "doctest", "not run", "file", "rearr check", "ranks"}
+    kinds = {"script", "doctest", "not run", "file", "rearr check", "ranks", "devices"}
     for block in ALL:
         assert block.kind in kinds, f"{block.where}: unknown marker <!-- {block.marker} -->"
         if block.kind == "not run":
