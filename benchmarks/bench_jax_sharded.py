@@ -48,6 +48,10 @@ def main() -> int:
         env = {**os.environ, "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {FLAG}".strip(), "JAX_PLATFORMS": "cpu",
                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
         return subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env).returncode
+    import logging
+
+    logging.getLogger("jax._src.callback").setLevel(logging.CRITICAL)  # the bad call's traceback, per device
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a loaded machine times noise too)")
     for size in args.sizes.split(","):
         run(size, args.rounds)
     return 0

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _docs_blocks import ALL
 
 pytest.importorskip("jax")
 
@@ -47,15 +48,7 @@ BROKEN = ("Involuntary full rematerialization", "Termination timeout", "terminat
 def docs_blocks() -> list:
     """The docs' blocks marked `<!-- devices: 4 -->` (tests/docs/test_docs_run.py reads the pages and
     leaves these to this file), each with the output block after it."""
-    import importlib.util
-
-    docs = sys.modules.get("test_docs_run")
-    if docs is None:
-        path = Path(__file__).resolve().parents[1] / "docs" / "test_docs_run.py"
-        spec = importlib.util.spec_from_file_location("test_docs_run", path)
-        docs = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(docs)
-    return [b for b in docs.ALL if b.kind == "devices" and b.marker.partition(":")[2].strip() == "4"]
+    return [b for b in ALL if b.kind == "devices" and b.marker.partition(":")[2].strip() == "4"]
 
 
 def run_child(cases: list[str], timeout: float, docs: str | None = None) -> tuple[dict, str]:
