@@ -1,4 +1,4 @@
-"""A checked jitted gather on 4 jax devices against the same check written by hand (issue 27's goal: <= 1.1x).
+"""A checked jitted gather on 4 jax devices against the same check written by hand (the goal: <= 1.1x).
 
     python benchmarks/bench_jax_sharded.py [--rounds N] [--sizes small,large]
 
