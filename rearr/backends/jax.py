@@ -139,7 +139,8 @@ class JaxBackend(ArrayApiBackend):
                 return value.astype(dtype) + zero
         if isinstance(value, self.TENSOR) and self._has_values(value):
             bits = jnp.iinfo(_xp.index_dtype(jnp)).bits
-            if _common.wraps(value.dtype, bits):  # read on the host, as numpy: no eager jax op on its shards
+            # read on the host, as numpy: no eager jax op on its shards (other dtypes: refused below)
+            if jnp.issubdtype(value.dtype, jnp.integer) and _common.wraps(value.dtype, bits):
                 _common.refuse_beyond(name, text, self.np.asarray(value), bits)
         return super().convert_index(value, like, name, text, mode)
 
