@@ -39,7 +39,9 @@ TRANSFORMS = [f"{t}_{h}:{op}" for t in ("vmap", "scan", "grad", "checkpoint") fo
 FAST = [f"{c}:{op}" for c in ("jit", "jit_in_shardings", "shard_map", "pmap")
         for op in ("gather", "scatter_sum", "scatter_set", "unsigned")] + \
     ["eager:gather", "jit:rearrange", "refused:index_mesh", "refused:into_mesh"]
-EVERY = [f"{c}:{op}" for c in CONTEXTS for op in PLAIN + INDEXED if f"{c}:{op}" not in SKIPPED] + TRANSFORMS
+# An Explicit mesh asks each gather and scatter for its output's sharding: rearr's call inside auto_axes.
+EXPLICIT = [f"auto_axes:{op}" for op in ("gather", "scatter_sum", "scatter_set", "message")]
+EVERY = [f"{c}:{op}" for c in CONTEXTS for op in PLAIN + INDEXED if f"{c}:{op}" not in SKIPPED] + TRANSFORMS + EXPLICIT
 # What a device left behind, or an index moved to one device, prints on stderr.
 BROKEN = ("Involuntary full rematerialization", "Termination timeout", "terminate called", "Fatal Python error",
           "Exception ignored", "Aborted", "Segmentation fault")
