@@ -100,30 +100,56 @@ def identity(reduction: str, dtype: Any) -> object:
     return info.max if big else info.min
 
 
+def fills(reduction: str, fill: object, has_base: bool) -> bool:
+    """Whether a scatter's finish writes fill where nothing landed: without a base (into=), unless the
+    identity already is that fill (a 'sum' with fill 0)."""
+    return not has_base and (fill != 0 or reduction != "sum")
+
+
+def counts_needed(reduction: str, fill: object, has_base: bool) -> bool:
+    """Whether a scatter's finish reads how many values landed on each position: 'mean' divides by
+    it, and fill goes where it is 0."""
+    return reduction == "mean" or fills(reduction, fill, has_base)
+
+
+def start(xp: ModuleType, reduction: str, dtype: Any, base: Any, fill: object, shape: tuple, acc: Any,
+          copy: Callable[[Any, Any], Any] = lambda base, dtype: base.astype(dtype)) -> Any:
+    """The array a scatter's writes land in: a copy of base (into=, never modified) or, without one,
+    fill in ``dtype`` for 'set' and the reduction's identity in the accumulator dtype ``acc`` otherwise."""
+    if reduction == "set":
+        return xp.full(shape, fill, dtype=dtype) if base is None else copy(base, dtype)
+    if base is not None:
+        return copy(base, acc)
+    first = identity(reduction, acc)
+    return xp.zeros(shape, dtype=acc) if first == 0 else xp.full(shape, first, dtype=acc)
+
+
+def finish(xp: ModuleType, reduction: str, out: Any, dtype: Any, counts: Any, has_base: bool, fill: object) -> Any:
+    """A reduction's accumulated writes (``out``, in the accumulator dtype) as the scatter's result in
+    ``dtype``: rounded once; 'mean' divided by the counts (+1 with a base: into= counts as one value);
+    where nothing landed (counts == 0: a count or a bool "written" mark), fill. ``counts`` is read only
+    where counts_needed says so."""
+    if out.dtype != dtype:
+        out = out.astype(dtype)  # rounded once, at the end
+    if reduction == "mean":  # as torch: the rounded sums divided by counts of the same dtype
+        divisor = counts + 1 if has_base else xp.maximum(counts, 1)
+        out = out / divisor.astype(dtype)
+    if fills(reduction, fill, has_base):
+        out = xp.where(counts == 0, xp.asarray(fill, dtype=dtype), out)
+    return out if out.dtype == dtype else out.astype(dtype)  # numpy: the byte order x came in
+
+
 def combine(xp: ModuleType, reduction: str, x: Any, base: Any, fill: object, shape: tuple, acc: Any,
             put: Callable[[Any, str, Any], Any], count: Callable[[], Any],
             copy: Callable[[Any, Any], Any] = lambda base, dtype: base.astype(dtype)) -> Any:
-    """x combined by reduction into a result of ``shape``: from a copy of base (into=, never modified)
-    or the reduction's identity, in the accumulator dtype ``acc`` (float16 in float32), rounded once at
-    the end; 'mean' divides by the counts (+1 with into=: into counts as one value); the positions that
-    nothing writes hold fill. The backend gives the at-style update, ``put(out, reduction, values) ->
-    out``, and ``count()``: how many values land on each position, broadcastable against out."""
+    """x combined by reduction into a result of ``shape``: start, the backend's at-style update, finish
+    (above; dask's scatter calls the three apart, once per block and output chunk). The backend gives
+    ``put(out, reduction, values) -> out`` and ``count()``: how many values land on each position,
+    broadcastable against out."""
+    out = start(xp, reduction, x.dtype, base, fill, shape, acc, copy)
     if reduction == "set":
-        out = xp.full(shape, fill, dtype=x.dtype) if base is None else copy(base, x.dtype)
         return put(out, "set", x)
-    if base is not None:
-        out = copy(base, acc)
-    else:
-        start = identity(reduction, acc)
-        out = xp.zeros(shape, dtype=acc) if start == 0 else xp.full(shape, start, dtype=acc)
     out = put(out, reduction, x.astype(acc) if acc != x.dtype else x)
-    untouched_matter = base is None and (fill != 0 or reduction != "sum")
-    counts = count() if reduction == "mean" or untouched_matter else None
-    if acc != x.dtype:
-        out = out.astype(x.dtype)  # rounded once, at the end
-    if reduction == "mean":  # as torch: the rounded sums divided by counts of the same dtype
-        divisor = counts + 1 if base is not None else xp.maximum(counts, 1)
-        out = out / divisor.astype(x.dtype)
-    if untouched_matter:
-        out = xp.where(counts == 0, xp.asarray(fill, dtype=x.dtype), out)
-    return out if out.dtype == x.dtype else out.astype(x.dtype)  # numpy: the byte order x came in
+    has_base = base is not None
+    counts = count() if counts_needed(reduction, fill, has_base) else None
+    return finish(xp, reduction, out, x.dtype, counts, has_base, fill)

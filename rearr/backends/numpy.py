@@ -38,7 +38,7 @@ _REDUCE_DTYPE = {"e": "float32", "B": "int64", "H": "int64", "I": "int64"}
 # faster than flat positions while small, slower when large (benchmarks/README.md has the crossing),
 # and numpy checks each value against its axis itself.
 _SMALL_SCATTER = 256
-_AT = {"sum": "add", "mean": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+UFUNC_AT = {"sum": "add", "mean": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
 
 
 class NumpyBackend(Backend):
@@ -62,8 +62,6 @@ class NumpyBackend(Backend):
         self._c_einsum = c_einsum
         self.TENSOR = np.ndarray
         self._intp = np.dtype(np.intp)
-        self._float32 = np.dtype(np.float32)
-        self._ufunc = {"sum": np.add, "mean": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
     # --- arrays and dtypes ----------------------------------------------------------------------------
 
@@ -369,24 +367,13 @@ class NumpyBackend(Backend):
         def put(out, reduction, values):
             if reduction == "set":
                 out[flat] = values
-                return out
-            # One ufunc.at over element positions: numpy's 1-D ufunc.at is faster than on rows.
-            pos = flat if width == 1 else (flat[:, None] * width + np.arange(width)).reshape(-1)
-            if reduction in ("max", "min"):
-                with np.errstate(invalid="ignore"):  # NaN propagates, as in torch; numpy's 1-D loop would warn
-                    self._ufunc[reduction].at(out.reshape(-1), pos, values.reshape(-1))
             else:
-                self._ufunc[reduction].at(out.reshape(-1), pos, values.reshape(-1))
+                put_rows(np, reduction, out, flat, values)
             return out
 
         # (a copy in C order: into= is never modified, and out.reshape(-1) above must be a view of it)
-        return _xp.combine(np, reduction, x, base, env.fill, (rows, width), self._accumulator(x.dtype), put,
+        return _xp.combine(np, reduction, x, base, env.fill, (rows, width), accumulator(np, x.dtype), put,
                            lambda: self._counts(flat, rows)[:, None], lambda b, dtype: b.astype(dtype, order="C"))
-
-    def _accumulator(self, dtype: Any) -> Any:
-        """The dtype a scatter accumulates in: float32 for float16, as torch does on CPU (its "opmath"
-        type), so that 3000 ones sum to 3000 and not to float16's 2048 on both backends."""
-        return self._float32 if dtype.char == "e" else dtype  # "e": float16, in either byte order
 
     def _counts(self, flat: Any, rows: int) -> Any:
         """How many of the flat rows land on each of ``rows`` rows. Under check_bounds=False a row may be
@@ -440,7 +427,7 @@ class NumpyBackend(Backend):
                 out = zeros(shape, dtype=x.dtype)
                 add_at(out, at, x)
                 return out
-            acc = self._accumulator(x.dtype)
+            acc = accumulator(np, x.dtype)
             base = _common.arranged_into(env, into_calls)
             out = zeros(shape, dtype=acc) if base is None else base.astype(acc)  # a copy: into= stays as it is
             add_at(out, at, x)
@@ -504,6 +491,46 @@ class NumpyBackend(Backend):
             ScatterRows: code_scatterrows, ScatterAlong: code_scatteralong, "einsum": code_einsum}
 
 
+# --- the at-style update of a scatter: numpy's, and dask's on each block (where load() never ran, so
+# the caller passes numpy) -----------------------------------------------------------------------------
+
+def accumulator(np: Any, dtype: Any) -> Any:
+    """The dtype a scatter accumulates in: float32 for float16, as torch does on CPU (its "opmath"
+    type), so that 3000 ones sum to 3000 and not to float16's 2048 on every backend."""
+    return np.dtype(np.float32) if dtype.char == "e" else dtype  # "e": float16, in either byte order
+
+
+# Elements per ufunc.at call: made at once, the int64 element positions of a float32 source are twice
+# its size; in runs of this many they stay at 8 MiB, and ufunc.at runs as fast (benchmarks/README.md).
+_BATCH = 1 << 20
+
+
+def put_rows(np: Any, reduction: str, out: Any, flat: Any, values: Any) -> None:
+    """The rows of values (n, width) combined by reduction's ufunc into rows ``flat`` (n,) of out
+    (rows, width, C order), in place: one 1-D ufunc.at over element positions (faster than on
+    rows), in runs of about _BATCH elements. NaN propagates under max and min, as in torch."""
+    ufunc, width, n = getattr(np, UFUNC_AT[reduction]), values.shape[1], flat.shape[0]
+    target = out.reshape(-1)
+    step = max(1, _BATCH // width) if width else n
+    if reduction in ("max", "min"):
+        with np.errstate(invalid="ignore"):  # numpy's 1-D loop would warn of the NaN
+            _put_runs(np, ufunc, target, flat, values, width, n, step)
+    else:
+        _put_runs(np, ufunc, target, flat, values, width, n, step)
+
+
+def _put_runs(np: Any, ufunc: Any, target: Any, flat: Any, values: Any, width: int, n: int, step: int) -> None:
+    if n <= step:  # the common call: one ufunc.at
+        ufunc.at(target, flat if width == 1 else (flat[:, None] * width + np.arange(width)).reshape(-1),
+                 values.reshape(-1))
+        return
+    grid = np.arange(width)
+    for s in range(0, n, step):
+        rows = flat[s:s + step]
+        ufunc.at(target, rows if width == 1 else (rows[:, None] * width + grid).reshape(-1),
+                 values[s:s + step].reshape(-1))
+
+
 # --- what the templates share (explain prints them without numpy) ---------------------------------------
 
 
@@ -543,7 +570,7 @@ def _combine_rows_code(reduction: str, flat: str, rows: int, width: int, n: Code
     if width != 1:  # element positions of the rows: numpy's 1-d ufunc.at is the fast one
         pos = n.pos
         lines.append(f"{pos} = ({flat}[:, None] * {width} + np.arange({width})).reshape(-1)")
-    lines.append(f"np.{_AT[reduction]}.at({out}.reshape(-1), {pos}, {x}.reshape(-1))")
+    lines.append(f"np.{UFUNC_AT[reduction]}.at({out}.reshape(-1), {pos}, {x}.reshape(-1))")
     if reduction not in ("max", "min"):
         lines.append(_rounded_code(x, out))
     if reduction != "sum":
