@@ -25,6 +25,7 @@ this module fresh, and calls it without the backend.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -42,22 +43,17 @@ from ..planning.plan import (
     ScatterRows,
     TakeRows,
 )
-from . import _code, _common
+from . import _code, _common, _xp
 from ._code import CodeNames, args, tup
-from .contract import Backend
-from .numpy import NumpyBackend, row_positions_code, term_code
+from .contract import Backend, native_calls
+from .numpy import UFUNC_AT, NumpyBackend, accumulator, put_rows, row_positions_code, term_code
 
 
-def _scatter_refused(x: object, pattern: str | None) -> RearrError:
-    return RearrError("dask arrays cannot be scattered by rearr: a scatter may write any block from any "
-                      "other, and dask has no lazy at-style update", code="RA500", pattern=pattern,
-                      hint="compute the source first (src.compute()) and scatter the numpy array (explain it "
-                      "with backend='numpy'), or, when every index stays inside its block, scatter per block "
-                      "with src.map_blocks")
-
-
-# The refusal of both scatter kinds, by the step and by explain.
-_no_scatter, _code_no_scatter = _common.no_scatter(_scatter_refused)
+def _scatter_note(x: str) -> list[str]:
+    """The lines explain's dask scatter begins with: the one call stands for a graph of many tasks."""
+    return ["# dask has no at-style update: scatter_along builds a lazy graph of partial scatters, one for each",
+            f"# block of {x} and output chunk it writes, combined over the blocks by a tree reduction",
+            "from rearr.backends.dask import scatter_along"]
 
 
 class DaskBackend(Backend):
@@ -289,18 +285,48 @@ class DaskBackend(Backend):
                 f"{x} = da.map_blocks(np.take_along_axis, {x}, {n.flat}, axis={dim}, dtype={x}.dtype, "
                 f"chunks={n.flat}.chunks)"]
 
-    # --- scatters: refused (a scatter may write any block from any other) --------------------------------
+    # --- scatters: partial scatters per block, combined by a tree reduction (scatter_along, below) ---------
 
     def scatterrows(self, step: ScatterRows) -> Any:
-        return _no_scatter(step)
+        reduction, rows = step.reduction, step.rows
+        positions = self.numpy.row_positions(step.terms, step.space)  # lazy where a term is a dask index
+        into_calls = native_calls(step.into, self)  # dask's own reshapes bring into= to (rows, width)
+        names = ",".join(c.index for c in step.terms if c.index)
+
+        def run(x, env):
+            into = _common.arranged_into(env, into_calls)
+            return scatter_along(x, positions(env)[:, None], 0, rows, reduction, env.fill, into, names=names,
+                                 text=env.text)
+
+        return run
+
+    @staticmethod
+    def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
+        pre, flat = row_positions_code(step.terms, step.space, n)
+        return [*_scatter_note(n.x), *pre,
+                f"{n.x} = scatter_along({n.x}, {flat}[:, None], 0, {step.rows}, {step.reduction!r})"]
 
     def scatteralong(self, step: ScatterAlong) -> Any:
-        return _no_scatter(step)
+        reduction, dim, length = step.reduction, step.dim, step.shape[step.dim]
+        index = self.numpy.term(step.term)
+        into_calls = native_calls(step.into, self)
+        names = step.term.index or ""
+
+        def run(x, env):
+            into = _common.arranged_into(env, into_calls)
+            return scatter_along(x, index(env), dim, length, reduction, env.fill, into, names=names, text=env.text)
+
+        return run
+
+    @staticmethod
+    def code_scatteralong(step: ScatterAlong, before, n: CodeNames) -> list[str]:
+        return [*_scatter_note(n.x), f"{n.x} = scatter_along({n.x}, {term_code(step.term, n)}, {step.dim}, "
+                f"{step.shape[step.dim]}, {step.reduction!r})"]
 
     # Each step kind -> the code explain prints for it; numpy's permute and reduce print dask's calls too.
     CODE = {Reshape: code_reshape, Permute: NumpyBackend.code_permute, Reduce: NumpyBackend.code_reduce,
             Expand: code_expand, TakeRows: code_takerows, GatherAlong: code_gatheralong,
-            AdvancedIndex: code_advancedindex, ScatterRows: _code_no_scatter, ScatterAlong: _code_no_scatter,
+            AdvancedIndex: code_advancedindex, ScatterRows: code_scatterrows, ScatterAlong: code_scatteralong,
             "einsum": code_einsum}
 
 
@@ -411,3 +437,223 @@ def _take_along_block(block: Any, idx: Any, dim: int, text: str) -> Any:
 
 
 BACKEND = DaskBackend
+
+
+# --- scatter: the graph (built where the call is made) ---------------------------------------------------
+
+
+def scatter_along(x: Any, idx: Any, dim: int, n: int, reduction: str, fill: object = 0, into: Any = None, *,
+                  names: str = "index", text: str = "", split_every: int | None = None) -> Any:
+    """x (a dask array) combined by ``reduction`` along axis ``dim`` into a dask array of length n there:
+    ``out[..., i, ...]`` combines the ``x[..., k, ...]`` whose ``idx[..., k, ...]`` is i. Nothing is computed.
+
+    ``reduction``: 'sum', 'mean', 'max', 'min', 'prod' or 'set'. ``idx``: a numpy or dask integer array of x's
+    shape, or of length 1 on the axes it is the same along; its values lie in 0 <= i < n (rearr checks
+    and counts them from the end before), and a value outside is RA501 when the result is computed.
+    ``fill``: the value of positions that nothing writes, without ``into``, the array (of x's dtype and
+    the result's shape) that the result starts from. ``names`` and ``text`` name the index and the
+    pattern in errors. ``split_every``: the tree's fan-in (dask's default otherwise, 4).
+
+    The graph: for each block k of x along dim and each chunk r of the result along dim, a task scatters
+    the values of block k that land in chunk r into a partial of chunk r (numpy's scatter, unrounded,
+    with counts or "written" marks where the result needs them); da.reduction combines the partials of
+    chunk r over k in a tree and finishes them as numpy's scatter does (float16 accumulated in float32
+    and rounded once, the mean divided, fill and into= where nothing landed). The result's chunks are
+    into='s, or dask's "auto" chunks along dim (array.chunk-size) and x's on the other axes. Under
+    'set', a numpy index that writes a position twice is RA501 now, a dask index when computed.
+    """
+    import dask.array as da
+    import numpy as np
+    from dask.array.core import normalize_chunks
+
+    nd, lazy = x.ndim, isinstance(idx, da.Array)
+    idx = idx if lazy else np.asarray(idx)
+    if idx.ndim < nd:
+        idx = idx.reshape((1,) * (nd - idx.ndim) + idx.shape)
+    reductions = (*UFUNC_AT, "set")
+    if idx.ndim != nd or any(i not in (1, m) for i, m in zip(idx.shape, x.shape)) or reduction not in reductions:
+        raise RearrError(f"scatter_along takes an index of x's shape {x.shape} (or 1 where it is the same) and one "
+                         f"of {', '.join(reductions)}; it got {idx.shape} and {reduction!r}", code="RA500",
+                         hint="broadcast the index to x's shape (or reshape it to 1 on the axes it is the same along)")
+    if idx.shape[dim] != x.shape[dim]:  # the same position for every k: one index per block of x along dim
+        idx = (da if lazy else np).broadcast_to(idx, idx.shape[:dim] + (x.shape[dim],) + idx.shape[dim + 1:])
+    if reduction == "set" and not lazy:
+        _refuse_duplicates(np, idx, dim, names, text)
+    acc = x.dtype if reduction == "set" else accumulator(np, x.dtype)
+    if into is not None:
+        into = da.asarray(into)
+        chunks = into.chunks[dim]
+    else:  # dask's "auto" rule along dim; objects, which it cannot size, count as pointers
+        spec = tuple("auto" if d == dim else c for d, c in enumerate(x.chunks))
+        chunks = normalize_chunks(spec, shape=x.shape[:dim] + (n,) + x.shape[dim + 1:],
+                                  dtype=np.dtype(np.intp) if acc.hasobject else acc)[dim]
+    # the index in x's blocks (one chunk of 1 where it is broadcast: blockwise repeats it)
+    blocks = tuple(c if idx.shape[d] == x.shape[d] else (1,) for d, c in enumerate(x.chunks))
+    idx = idx.rechunk(blocks) if lazy else da.from_array(idx, chunks=blocks)
+    starts = np.cumsum((0, *chunks[:-1]))
+    spans = da.from_array(np.stack([starts, np.asarray(chunks)], axis=1).reshape(-1), chunks=2)  # r: (start, length)
+    labels = tuple(range(nd))
+    marks = "count" if reduction == "mean" else \
+        "written" if reduction == "set" or _xp.fills(reduction, fill, into is not None) else None
+    # P[k, ..., r, ...]: the partial of x's block k along dim for the result's chunk r (label nd)
+    parts = da.blockwise(_scatter_block, (dim, *(nd if d == dim else d for d in labels)), x, labels, idx, labels,
+                         spans, (nd,), adjust_chunks={dim: 1, nd: chunks},
+                         align_arrays=False,  # aligned above (dask would warn that the pairs multiply chunks)
+                         token="scatter-partial", meta=np.empty((0,) * (nd + 1), dtype=acc),  # never called on it
+                         dim=dim, reduction=reduction, marks=marks, n=n, names=names, text=text)
+    if into is not None:  # into= in front: the tree hands it to finish, which starts from it
+        into = into.rechunk(tuple(chunks if d == dim else c for d, c in enumerate(x.chunks)))
+        first = into.map_blocks(_into_part, dim, new_axis=0, meta=np.empty((0,) * (nd + 1), dtype=acc))
+        parts = da.concatenate([first, parts], axis=0)
+    combine = functools.partial(_combine_task, reduction=reduction, names=names, text=text)
+    finish = functools.partial(_finish_task, reduction=reduction, out_dtype=x.dtype, acc=acc, fill=fill, dim=dim,
+                               names=names, text=text)
+    return da.reduction(parts, _same, finish, combine=combine, axis=0, keepdims=False, concatenate=False,
+                        split_every=split_every, name=f"scatter-{reduction}", dtype=x.dtype,
+                        meta=np.empty((0,) * nd, dtype=x.dtype))
+
+
+def _refuse_duplicates(np: Any, idx: Any, dim: int, names: str, text: str) -> None:
+    """RA501 now for a numpy index that writes a position twice under 'set', as on numpy. Its own
+    elements say it: those along an axis it is broadcast over write other positions."""
+    t = np.moveaxis(idx, dim, 0)
+    t = t.reshape(t.shape[0], -1)
+    width = t.shape[1]
+    at = np.sort((t if width == 1 else t * width + np.arange(width)).reshape(-1))
+    if at.size > 1 and (at[1:] == at[:-1]).any():
+        raise _common.duplicate_under_set(names, text)
+
+
+# --- scatter: what runs on the blocks. A partial is a dict: "shape" (rows, width) and "rest" (the other
+# axes) of its output chunk; "v", the combined values (absent where the block writes nothing there);
+# "n", the marks (counts for a mean, a bool "written" where fill, into= or 'set' needs them, (rows, 1)
+# for whole rows: never a broadcast view, which pickles at full size); "into", into='s block. -------------
+
+
+def _scatter_block(xb: Any, ib: Any, span: Any, *, dim: int, reduction: str, marks: str | None, n: int,
+                   names: str, text: str) -> dict:
+    """The values of x's block xb (and its index block ib) that land in the output chunk span = (start,
+    length), as that chunk's partial."""
+    import numpy as np
+
+    # The accumulator from the block's own dtype, not one passed in the graph: ufunc.at takes its fast
+    # loop only where the values' and the target's dtypes are one object, and a dtype that a worker
+    # unpickles is a copy (30 times slower: scatter's benchmark in benchmarks/README.md).
+    acc = xb.dtype if reduction == "set" else accumulator(np, xb.dtype)
+    lo, rows = int(span[0]), int(span[1])
+    xb, ib = np.moveaxis(xb, dim, 0), np.moveaxis(ib, dim, 0)
+    b, rest = xb.shape[0], xb.shape[1:]
+    width = math.prod(rest)
+    part: dict = {"shape": (rows, width), "rest": rest}
+    rowwise = all(m == 1 for m in ib.shape[1:])  # one index per row: whole rows move
+    at = ib.reshape(b) if rowwise else np.broadcast_to(ib, xb.shape).reshape(b, width)
+    above, below = at >= lo, at < lo + rows
+    # a value in no chunk (check_bounds=False let it through) is refused where it would be dropped
+    if (lo == 0 and not above.all()) or (lo + rows == n and not below.all()):
+        raise _common.refused_index("dask", IndexError(f"index {names!r} holds a value outside 0 <= i < {n}"), text)
+    keep = above & below
+    if not keep.any():
+        return part
+    whole = bool(keep.all())
+    if rowwise:
+        values, at = xb.reshape(b, width), at - lo
+        if not whole:
+            values, at = values[keep], at[keep]
+        part.update(_partial(np, reduction, values, at, rows, acc, marks, names, text))
+        return part
+    at = (at - lo) * width + np.arange(width)  # element positions in the chunk (rows, width), width 1
+    values = xb.reshape(b * width, 1)
+    at = at.reshape(-1) if whole else at[keep]
+    if not whole:
+        values = values[keep.reshape(-1)]
+    found = _partial(np, reduction, values, at, rows * width, acc, marks, names, text)
+    part["v"] = found["v"].reshape(rows, width)
+    part["n"] = None if found["n"] is None else found["n"].reshape(rows, width)
+    return part
+
+
+def _partial(np: Any, reduction: str, values: Any, at: Any, rows: int, acc: Any, marks: str | None, names: str,
+             text: str) -> dict:
+    """values (m, width) combined into rows ``at`` (m,) of a (rows, width) partial: numpy's scatter from
+    the reduction's identity in the accumulator dtype, not rounded, and its marks."""
+    v = _xp.start(np, reduction, acc, None, 0, (rows, values.shape[1]), acc)
+    counts = None if marks is None else np.bincount(at, minlength=rows)
+    if reduction == "set":
+        if at.size and counts.max() > 1:  # two writes of one position inside this block
+            raise _common.duplicate_under_set(names, text)
+        v[at] = values
+    else:
+        put_rows(np, reduction, v, at, values if values.dtype == acc else values.astype(acc))
+    if counts is not None:
+        counts = counts[:, None] if marks == "count" else (counts > 0)[:, None]
+    return {"v": v, "n": counts}
+
+
+def _into_part(block: Any, dim: int) -> dict:
+    """A block of into= as a partial that carries it to finish (in the (rows, width) layout)."""
+    import numpy as np
+
+    b = np.moveaxis(block, dim, 0)
+    return {"shape": (b.shape[0], math.prod(b.shape[1:])), "rest": b.shape[1:], "into": b.reshape(b.shape[0], -1)}
+
+
+def _same(part: dict, axis: Any = None, keepdims: Any = None) -> dict:
+    return part  # da.reduction's first step, per partial: the partials are made already
+
+
+def _combine_task(parts: Any, axis: Any = None, keepdims: Any = None, *, reduction: str, names: str,
+                  text: str) -> dict:
+    import numpy as np
+
+    return _combine(np, reduction, parts if isinstance(parts, list) else [parts], names, text)
+
+
+def _combine(np: Any, reduction: str, parts: list, names: str, text: str) -> dict:
+    """Partials of one output chunk as one, in new arrays (dask may hand one partial to several tasks)."""
+    out = {"shape": parts[0]["shape"], "rest": parts[0]["rest"]}
+    into = next((p["into"] for p in parts if "into" in p), None)
+    if into is not None:
+        out["into"] = into
+    written = [p for p in parts if "v" in p]
+    if not written:
+        return out
+    v, n = written[0]["v"], written[0]["n"]
+    if reduction == "set" and len(written) > 1:
+        v, n = v.copy(), n.copy()
+        for p in written[1:]:
+            if (n & p["n"]).any():  # two blocks write one position
+                raise _common.duplicate_under_set(names, text)
+            np.copyto(v, p["v"], where=p["n"])
+            n |= p["n"]
+    elif len(written) > 1:
+        ufunc = getattr(np, UFUNC_AT[reduction])
+        with np.errstate(invalid="ignore"):  # NaN propagates under max and min
+            v = ufunc(v, written[1]["v"])
+            for p in written[2:]:
+                ufunc(v, p["v"], out=v)
+        if n is not None:  # counts add; "written" marks (bool) add as "or"
+            n = n + written[1]["n"]
+            for p in written[2:]:
+                n += p["n"]
+    out["v"], out["n"] = v, n
+    return out
+
+
+def _finish_task(parts: Any, axis: Any = None, keepdims: Any = None, *, reduction: str, out_dtype: Any, acc: Any,
+                 fill: object, dim: int, names: str, text: str) -> Any:
+    """The tree's root for one output chunk: the partials combined, finished as numpy's scatter
+    (_xp.finish), back in the block's own layout. (out_dtype: da.reduction passes its own to a dtype=.)"""
+    import numpy as np
+
+    part = _combine(np, reduction, parts if isinstance(parts, list) else [parts], names, text)
+    (rows, width), into, v, n = part["shape"], part.get("into"), part.get("v"), part.get("n")
+    if reduction == "set" or v is None:  # fill, or a copy of into=, with what was written
+        out = _xp.start(np, "set", out_dtype, into, fill, (rows, width), out_dtype)
+        if v is not None:
+            np.copyto(out, v, where=n)
+    else:
+        if into is not None:  # into= starts the reduction (torch's include_self=True)
+            with np.errstate(invalid="ignore"):
+                v = getattr(np, UFUNC_AT[reduction])(into.astype(acc), v)
+        out = _xp.finish(np, reduction, v, out_dtype, n, into is not None, fill)
+    return np.moveaxis(out.reshape((rows, *part["rest"])), 0, dim)

@@ -204,16 +204,6 @@ def test_index_errors() -> None:
         rearr.rearrange(x, "b n[idx: b] c -> b c", idx=da.zeros(3))
 
 
-def test_scatter_is_refused_naming_dask() -> None:
-    src = da.ones((3, 4), chunks=2)
-    with pytest.raises(rearr.RearrError, match="dask arrays cannot be scattered") as e:
-        rearr.scatter(src, "b k -> b n[idx]", "sum", idx=np.zeros((3, 4), int), n=6)
-    assert "src.compute()" in e.value.hint
-    # The hint, applied:
-    out = rearr.scatter(src.compute(), "b k -> b n[idx]", "sum", idx=np.zeros((3, 4), int), n=6)
-    np.testing.assert_array_equal(out[:, 0], [4, 4, 4])
-
-
 # --- a real cluster ------------------------------------------------------------
 
 
@@ -292,11 +282,7 @@ def test_an_unknown_length_is_ra304_in_every_function_and_its_fix_works(call) ->
     assert e.value.code == "RA304", e.value
     assert "unknown" in str(e.value) and "compute_chunk_sizes()" in e.value.hint
     want = call(np.asarray(x), np.asarray(u), np.asarray(k))
-    try:
-        fixed = call(x, u.compute_chunk_sizes(), k.compute_chunk_sizes())  # the hint, applied
-    except rearr.RearrError as refused:  # dask refuses scatters; that error's own fix computes the source
-        assert refused.code == "RA500" and "src.compute()" in refused.hint
-        fixed = call(x.compute(), u.compute(), k.compute())
+    fixed = call(x, u.compute_chunk_sizes(), k.compute_chunk_sizes())  # the hint, applied
     for g, w in zip(*((v if isinstance(v, (list, tuple)) else [v]) for v in (fixed, want))):
         if isinstance(w, dict):
             assert g == w
@@ -320,13 +306,20 @@ def test_asnumpy_computes() -> None:
 
 def test_the_block_check_runs_where_the_backend_was_never_loaded() -> None:
     """A distributed worker imports rearr.backends.dask fresh, without the registry's load(): what runs
-    on the blocks must not need it (a NameError on np there, once)."""
-    code = ("import numpy, rearr.backends.dask as d; from rearr.planning.plan import IndexUse; "
-            "use = IndexUse('idx', 'n', 5, ('k',), (2,), 0); "
-            "print(d._check_block(numpy.array([0, -1]), use, 'n[idx: k] -> k').tolist())")
+    on the blocks must not need it (a NameError on np there, once): the index check, and the scatter's
+    partial, combine and finish."""
+    code = ("import numpy as np, rearr.backends.dask as d; from rearr.planning.plan import IndexUse\n"
+            "use = IndexUse('idx', 'n', 5, ('k',), (2,), 0)\n"
+            "print(d._check_block(np.array([0, -1]), use, 'n[idx: k] -> k').tolist())\n"
+            "p = d._scatter_block(np.ones((4, 2)), np.array([[0], [2], [2], [1]]), np.array([0, 3]), dim=0, "
+            "reduction='mean', marks='count', n=3, names='i', text='')\n"
+            "q = d._combine_task([d._into_part(np.zeros((3, 2)), 0), p], reduction='mean', names='i', text='')\n"
+            "print(d._finish_task(q, reduction='mean', out_dtype=np.dtype('float64'), acc=np.dtype('float64'), "
+            "fill=0, dim=0, names='i', text='').tolist())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[0, 4]"
+    check, mean = done.stdout.split("\n")[:2]
+    assert check == "[0, 4]" and mean == "[[0.5, 0.5], [0.5, 0.5], [0.6666666666666666, 0.6666666666666666]]"
 
 
 # --- errors that were foreign exceptions on dask where numpy answers ---
