@@ -229,6 +229,22 @@ def test_message_passing(kind):
             same(lazy(rearr.scatter, chunked(x), "v[src: e] c -> v[dst: e] c", reduction, src=s, dst=d), want)
 
 
+def test_an_index_chunked_unlike_its_source_is_rechunked_to_the_sources_blocks():
+    """The index and the source need not share chunks: the index is rechunked to the source's blocks
+    (a rechunk of the index only; the source keeps its blocks), the values are numpy's."""
+    pattern, x, lengths, indices = inputs(CASES[1])
+    src = da.from_array(x, chunks=(1000, 2))
+    for chunks in (7, 4500, 9000, (1, 8999)):
+        got = lazy(rearr.scatter, src, pattern, "mean", **lengths,
+                   **{k: da.from_array(v, chunks=chunks) for k, v in indices.items()})
+        assert got.chunks[1] == src.chunks[1]  # the source's chunks on the other axes
+        same(got, rearr.scatter(x, pattern, "mean", **lengths, **indices))
+    pattern, y, lengths, indices = inputs(CASES[7])  # an index per element, chunked on two axes
+    got = lazy(rearr.scatter, da.from_array(y, chunks=(3, 700, 2)), pattern, "sum", **lengths,
+               **{k: da.from_array(v, chunks=(1, 1100)) for k, v in indices.items()})
+    same(got, rearr.scatter(y, pattern, "sum", **lengths, **indices))
+
+
 def test_set_with_unique_indices_runs():
     x = RNG.random((12, 3))
     perm = RNG.permutation(12)
@@ -341,6 +357,25 @@ def test_building_computes_nothing_even_from_sources_that_raise():
     big = da.from_delayed(dask.delayed(_boom)(), shape=(20000, 3), dtype=np.float64)
     with dask.config.set({"array.chunk-size": "1KiB"}):  # routed: many chunks
         lazy(rearr.scatter, big, "e c -> v[dst: e] c", "max", dst=da.zeros(20000, dtype=int, chunks=5000), v=5000)
+
+
+def test_building_runs_no_task():
+    """A dask callback counts the tasks that start: building a scatter, with every reduction, into= and
+    message passing, starts none; computing it starts them."""
+    from dask.callbacks import Callback
+
+    started = []
+    pattern, x, lengths, indices = inputs(CASES[1])
+    dx, didx = chunked(x), dask_indices(indices)
+    into = chunked(RNG.random((700, 4)))
+    with Callback(start=lambda dsk: started.append("graph"), pretask=lambda key, dsk, state: started.append(key)):
+        built = [rearr.scatter(dx, pattern, r, **lengths, **didx) for r in REDUCTIONS]
+        built.append(rearr.scatter(dx, pattern, "sum", into=into, **didx))
+        built.append(rearr.scatter(chunked(RNG.random((30, 4))), "v[src: e] c -> v[dst: e] c", "mean",
+                                   src=chunked(RNG.integers(0, 30, 90)), dst=chunked(RNG.integers(0, 30, 90))))
+        assert started == []
+        dask.compute(*built)
+        assert "graph" in started and len(started) > len(built)
 
 
 def test_every_task_pickles_by_reference():
