@@ -538,7 +538,7 @@ def _scatter_block(xb: Any, ib: Any, span: Any, *, dim: int, reduction: str, mar
 
     # The accumulator from the block's own dtype, not one passed in the graph: ufunc.at takes its fast
     # loop only where the values' and the target's dtypes are one object, and a dtype that a worker
-    # unpickles is a copy (30 times slower: scatter's benchmark in benchmarks/README.md).
+    # unpickles is a copy (numpy's slow loop; benchmarks/README.md has the figure).
     acc = xb.dtype if reduction == "set" else accumulator(np, xb.dtype)
     lo, rows = int(span[0]), int(span[1])
     xb, ib = np.moveaxis(xb, dim, 0), np.moveaxis(ib, dim, 0)
