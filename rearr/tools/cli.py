@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from ..errors import RearrError
 from . import config, files, fix, lint, report
@@ -42,17 +43,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of `rearr explain ... | head` stopped early
         _drop_stdout()
         return 1
+    except _OutputError as e:  # stdout on a full disk: what was found is lost, so it is no verdict
+        _drop_stdout()
+        _say(f"rearr {args.command}: cannot write the output: {lint.describe_os_error(e.error)}")
+        return 2
+
+
+class _OutputError(Exception):
+    """Writing to stdout failed (other than a closed pipe)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _drop_stdout() -> None:
     """After a closed pipe: point stdout at devnull, so that the flush at exit does not fail again."""
+    if sys.stdout is None:
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its messages made printable: an unknown option is written back as given, and a
+    terminal would act on an escape sequence in it."""
+
+    def error(self, message: str) -> NoReturn:
+        if sys.stderr is not None:  # closed (2>&-): argparse would print the usage to stdout
+            self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rearr", description="Check and explain rearr patterns.")
+    parser = _Parser(prog="rearr", description="Check and explain rearr patterns.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.set_defaults(command=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -119,6 +144,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check(args: argparse.Namespace) -> int:
     try:
+        os.getcwd()
+    except OSError as e:  # every relative path, and where a config search stops, is relative to it
+        _say(f"rearr check: the current folder cannot be read ({lint.describe_os_error(e)}): "
+             "run rearr check from a folder that exists")
+        return 2
+    try:
         configs = _configs(args)
         if args.paths == ["-"]:
             return _check_stdin(args, configs)
@@ -140,12 +171,11 @@ def _check(args: argparse.Namespace) -> int:
         return 2
     tally = lint.Tally()
     run = _Run(args, tally)
-    progress = _Progress(len(found.files)) if not args.quiet and sys.stderr.isatty() else None
+    progress = _Progress(len(found.files)) if not args.quiet and sys.stderr is not None and sys.stderr.isatty() \
+        else None
     for done, source in enumerate(found.files, 1):
         try:
-            text = run.check(source.path, source.settings)
-            if text is not None:
-                run.write(source.path, text)
+            run.check(source.path, source.settings)
         except Exception as e:  # a bug of the checker: that file is not checked, the others are
             _say(f"rearr check: {source.path}: not checked: rearr check failed on it ({type(e).__name__}: {e}); "
                  "this is a bug of rearr check, please report it")
@@ -154,7 +184,7 @@ def _check(args: argparse.Namespace) -> int:
             progress.show(done)
     if progress:
         progress.clear()
-    for note in found.notes:
+    for note in (*configs.notes, *found.notes):
         _say(f"rearr check: note: {printable(note)}")
     return run.finish(len(found.files), len(found.unreadable))
 
@@ -169,11 +199,13 @@ class _Run:
         self.fixed = 0  # fixes applied (or, with --diff, that would be)
         self.noqa = 0  # lines given a noqa comment
         self.changed = 0  # files written (or, with --diff, shown)
-        self.failed = 0  # files that could not be written, or that the checker failed on
+        self.failed = 0  # files that the checker failed on
+        self.unwritten = 0  # files whose fixes could not be written
 
     def check(self, path: str, settings: config.Settings, text: str | lint.Problem | None = None) -> str | None:
-        """Check one file (its text given, or read from ``path``); the text it should then have, when
-        --fix or --add-noqa changed it."""
+        """Check one file (its text given, or read from ``path``) and, when --fix or --add-noqa changed it,
+        write it; the text it should then have (stdin: written by the caller)."""
+        read = text is None
         text = lint.read_text(path) if text is None else text
         if isinstance(text, lint.Problem):
             self.problems.append(text)
@@ -187,47 +219,61 @@ class _Run:
                                       unused_noqa=unused)
             return [p for p in found if settings.enabled(p.code, full)]
 
-        problems = selected(body, self.tally)
-        new = body
+        problems = found = selected(body, self.tally)
+        new, applied, added = body, 0, 0
         if self.args.fix or self.args.diff:
-            new, applied, problems = fix.fixed(body, lambda source: selected(source) if source != body else problems)
-            self.fixed += applied
+            new, applied, problems = fix.fixed(body, lambda source: selected(source) if source != body else found)
         if self.args.add_noqa:
             wanted: dict[tuple[int, ...], set[str]] = {}
             for p in problems:
                 if p.code not in lint.UNCHECKED and p.code != "RA010" and p.noqa_lines:
                     wanted.setdefault(p.noqa_lines, set()).add(p.code)
             new, added = fix.add_noqa(new, wanted)
-            self.noqa += added
             problems = selected(new)
-        self.problems += problems
         if new == body:
+            self.problems += problems
             return None
-        self.changed += 1
         if self.args.diff:
             _print_out(fix.diff(path, body, new).rstrip("\n"), None)
+        elif read and not self._write(path, ("\ufeff" if bom else "") + new):
+            self.problems += found  # nothing was written: the file holds what it held
             return None
-        return ("\ufeff" if bom else "") + new
+        self.problems += problems
+        self.fixed += applied
+        self.noqa += added
+        self.changed += 1
+        return None if self.args.diff else ("\ufeff" if bom else "") + new
 
-    def write(self, path: str, text: str) -> None:
+    def _write(self, path: str, text: str) -> bool:
         try:
             with open(path, "wb") as f:  # bytes: the line ends stay as they are
                 f.write(text.encode("utf-8"))
         except OSError as e:
             _say(f"rearr check: {path}: cannot write the fixes: {lint.describe_os_error(e)}")
-            self.failed += 1
+            self.unwritten += 1
+            return False
+        return True
+
+    def _unchecked(self) -> bool:
+        """Print the files that could not be checked (--diff and --add-noqa print no findings); whether any."""
+        unchecked = [p for p in self.problems if p.code in lint.UNCHECKED]
+        for line in report.format_text(unchecked).splitlines():
+            _say(line)
+        return bool(unchecked)
 
     def finish(self, files_checked: int, unreadable: int) -> int:
         args = self.args
-        if args.diff:
+        if args.diff or args.add_noqa:
+            unchecked = self._unchecked()
             if not args.quiet:
-                _say(f"Would fix {report.count(self.fixed, 'problem')} in {report.count(self.changed, 'file')}.")
-            return 2 if unreadable or self.failed else 1 if self.fixed else 0
-        if args.add_noqa:
-            if not args.quiet:
-                _say(f"Added {report.count(self.noqa, 'noqa comment')} to {report.count(self.changed, 'file')}.")
-            return 2 if unreadable or self.failed or any(p.code in lint.UNCHECKED for p in self.problems) else 0
-        return _report(args, self.problems, files_checked, self.tally, unreadable + self.failed, self.fixed)
+                _say(f"Would fix {report.count(self.fixed, 'problem')} in {report.count(self.changed, 'file')}."
+                     if args.diff else
+                     f"Added {report.count(self.noqa, 'noqa comment')} to {report.count(self.changed, 'file')}.")
+            if unreadable or self.failed or self.unwritten or unchecked:
+                return 2
+            return 1 if args.diff and self.fixed else 0
+        return _report(args, self.problems, files_checked, self.tally, unreadable + self.failed, self.fixed,
+                       self.unwritten)
 
 
 def _configs(args: argparse.Namespace) -> config.Configs:
@@ -272,14 +318,15 @@ def _check_stdin(args: argparse.Namespace, configs: config.Configs) -> int:
 
 
 def _report(args: argparse.Namespace, problems: list[lint.Problem], files_checked: int, tally: lint.Tally,
-            unreadable: int, fixed: int = 0) -> int:
+            unreadable: int, fixed: int = 0, unwritten: int = 0) -> int:
     """Print the findings (and the summary) as asked; the exit code."""
-    code = 2 if unreadable or any(p.code in lint.UNCHECKED for p in problems) else 1 if problems else 0
+    code = 2 if unreadable or unwritten or any(p.code in lint.UNCHECKED for p in problems) else 1 if problems else 0
     if code == 1 and args.exit_zero:
         code = 0
     out = report.format_statistics(problems, args.format) if args.statistics else report.FORMATS[args.format](problems)
     if args.format == "text" and not args.quiet:
-        out = "\n".join(filter(None, [out, report.summary(problems, files_checked, tally, unreadable, fixed)]))
+        out = "\n".join(filter(None, [out, report.summary(problems, files_checked, tally, unreadable, fixed,
+                                                           unwritten)]))
     if out:
         try:
             _print_out(out, problems if args.format == "json" and not args.statistics else None)
@@ -308,11 +355,18 @@ class _Progress:
 
 
 def _say(message: str) -> None:
-    print(printable(message), file=sys.stderr)
+    if sys.stderr is None:  # closed (2>&-): nothing can be said, and stdout is no place for it
+        return
+    try:
+        print(printable(message), file=sys.stderr)
+    except OSError:  # stderr on a full disk too: the exit code is all that is left
+        pass
 
 
 def _print_out(out: str, json_problems: list[lint.Problem] | None) -> None:
     """Print to stdout whatever its encoding: JSON as ASCII escapes, text with backslash escapes."""
+    if sys.stdout is None:  # closed (>&-): no one reads it; the exit code still says the verdict
+        return
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     try:
         out.encode(encoding)
@@ -321,8 +375,13 @@ def _print_out(out: str, json_problems: list[lint.Problem] | None) -> None:
             out = report.format_json(json_problems, ascii_only=True)
         else:
             out = out.encode(encoding, "backslashreplace").decode(encoding)
-    print(out)
-    sys.stdout.flush()  # a closed pipe shows here, inside main's handler, not at exit
+    try:
+        print(out)
+        sys.stdout.flush()  # a closed pipe shows here, inside main's handler, not at exit
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise _OutputError(e) from None
 
 
 # --- explain -------------------------------------------------------------------

@@ -20,7 +20,9 @@ starts over from it, one without changes what the layers before chose.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +30,7 @@ from types import ModuleType
 
 from ..errors import CODES
 from . import ignore
-from .lint import UNCHECKED
+from .lint import UNCHECKED, file_kind
 from .report import printable
 
 # What is selected when nothing says otherwise: every code but the unused-noqa report (RA01x), as ruff.
@@ -192,8 +194,14 @@ def _toml() -> ModuleType | None:
 
 def shown(path: str) -> str:
     """A path as messages show it: relative to the current folder when inside it, printable."""
-    rel = os.path.relpath(path)
+    try:
+        rel = os.path.relpath(path)
+    except (ValueError, OSError):  # '' names nothing; a current folder that was deleted
+        return printable(path)
     return printable(path if rel.startswith(os.pardir) else rel)
+
+
+MAX_CONFIG = 16 * 2**20  # as a source file: a larger config is no hand-written one
 
 
 def _parse(path: str, data: bytes) -> dict[str, object]:
@@ -201,12 +209,17 @@ def _parse(path: str, data: bytes) -> dict[str, object]:
     if toml is None:
         raise ConfigError(f"{shown(path)}: Python 3.10 reads TOML with tomli, which is not installed: "
                           "pip install 'rearr[check]' (or pip install tomli)")
+    if data.startswith(b"\xef\xbb\xbf"):  # TOML allows none; an editor shows nothing at line 1, column 1
+        raise ConfigError(f"{shown(path)}: invalid TOML: the file starts with a UTF-8 BOM (save it without one)")
     try:
         return toml.loads(data.decode("utf-8"))  # type: ignore[no-any-return]
     except UnicodeDecodeError as e:
         raise ConfigError(f"{shown(path)}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from None
     except toml.TOMLDecodeError as e:
         raise ConfigError(f"{shown(path)}: invalid TOML: {printable(str(e))}") from None
+    except RecursionError:  # tomllib recurses into each nested array or inline table
+        raise ConfigError(f"{shown(path)}: invalid TOML: a value is nested too deeply (arrays or inline tables "
+                          "inside one another)") from None
 
 
 def _could_name_rearr(data: bytes) -> bool:
@@ -216,12 +229,14 @@ def _could_name_rearr(data: bytes) -> bool:
 
 def read(path: str) -> Layer | None:
     """The layer of a config file: `rearr.toml`'s `[check]` (any other name reads the same), or a
-    pyproject.toml's `[tool.rearr.check]` (None when it has none)."""
+    pyproject.toml's `[tool.rearr.check]`; None when it has no such table (it is no config of rearr's)."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(MAX_CONFIG + 1)
     except OSError as e:
         raise ConfigError(f"{shown(path)}: cannot read it: {e.strerror or e}") from None
+    if len(data) > MAX_CONFIG:
+        raise ConfigError(f"{shown(path)}: too large to be a config (over {MAX_CONFIG // 2**20} MiB)")
     pyproject = os.path.basename(path) == "pyproject.toml"
     if pyproject and not _could_name_rearr(data):
         return None
@@ -231,7 +246,7 @@ def read(path: str) -> Layer | None:
     table: object = document
     for i, key in enumerate(keys):
         if not isinstance(table, dict) or key not in table:
-            return None if pyproject else Layer(shown(path), os.path.dirname(os.path.abspath(path)))
+            return None
         table = table[key]
         if not isinstance(table, dict):
             raise ConfigError(f"{shown(path)}: {'.'.join(keys[: i + 1])} must be a table, e.g. {where}")
@@ -320,13 +335,16 @@ class Configs:
         self.layers: dict[str, Layer | None] = {}
         self.settings: dict[str | None, Settings] = {}
         self.forced = None if config is None else os.path.abspath(config)
+        self.notes: list[str] = []  # config files skipped: links to a file outside the work tree
+        if config == "":
+            raise ConfigError("--config names no file: name a rearr.toml or a pyproject.toml, e.g. --config rearr.toml")
         if self.forced is not None:
             if not os.path.isfile(self.forced):
-                what = "a folder, not a file" if os.path.isdir(self.forced) else "no such file"
-                raise ConfigError(f"--config {shown(config or '')}: {what}")
+                raise ConfigError(f"--config {shown(config or '')}: {_not_a_file(self.forced)}")
             forced = read(self.forced)
             if forced is None:
-                raise ConfigError(f"--config {shown(self.forced)}: it has no [tool.rearr.check] table")
+                table = "[tool.rearr.check]" if os.path.basename(self.forced) == "pyproject.toml" else "[check]"
+                raise ConfigError(f"--config {shown(self.forced)}: it has no {table} table")
             self.settings[self.forced] = self._resolve([forced], self.forced)
         self.settings.setdefault(None, self._resolve([], None))
 
@@ -354,11 +372,34 @@ class Configs:
         if key not in self.found:
             found = next((candidate for name in CONFIG_NAMES
                           if os.path.isfile(candidate := os.path.join(folder, name))
-                          and self._layer(candidate) is not None), None)
+                          and self._inside(candidate, root) and self._layer(candidate) is not None), None)
             if found is None and folder != root and inside(folder, root):
                 found = self._nearest(os.path.dirname(folder), root)
             self.found[key] = found
         return self.found[key]
+
+
+    def _inside(self, candidate: str, root: str) -> bool:
+        """Whether a config file found is read: not a symbolic link to a file outside the work tree (a link
+        cannot make the checks of a tree depend on a file elsewhere), which is skipped with a note."""
+        if not os.path.islink(candidate):
+            return True
+        target = os.path.realpath(candidate)
+        if inside(target, os.path.realpath(root)):
+            return True
+        note = f"{shown(candidate)}: skipped: a symbolic link to a file outside the work tree ({target})"
+        if note not in self.notes:
+            self.notes.append(note)
+        return False
+
+
+def _not_a_file(path: str) -> str:
+    """Why ``path`` (absolute), which is no regular file, cannot be a config."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        return "no such file" if e.errno == errno.ENOENT else f"cannot read it: {e.strerror or e}"
+    return "a folder, not a file" if stat.S_ISDIR(mode) else f"not a regular file ({file_kind(mode)})"
 
 
 def inside(path: str, folder: str) -> bool:

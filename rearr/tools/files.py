@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import config, ignore
@@ -66,7 +67,7 @@ def find(paths: list[str], configs: config.Configs) -> Found:
         full = os.path.abspath(path)
         root = work_root(full, full)
         is_dir = stat.S_ISDIR(mode)
-        if forced_out(full, configs, is_dir):
+        if forced_out(full, configs, is_dir, found.unreadable):
             found.excluded += 1
             continue
         if not is_dir:  # a FIFO or a device named here is RA002: never read
@@ -79,8 +80,10 @@ def find(paths: list[str], configs: config.Configs) -> Found:
     return found
 
 
-def forced_out(full: str, configs: config.Configs, is_dir: bool = False) -> bool:
-    """With force-exclude: whether a named path (absolute), or a folder above it in its work tree, is left out."""
+def forced_out(full: str, configs: config.Configs, is_dir: bool = False, unreadable: list[str] | None = None) -> bool:
+    """With force-exclude: whether a named path (absolute), or a folder above it in its work tree, is left out
+    (an ignore file that cannot be read is said in ``unreadable``)."""
+    unreadable = [] if unreadable is None else unreadable
     root = work_root(full, full)
     if not configs.for_folder(full if is_dir else os.path.dirname(full), root).force_exclude:
         return False
@@ -88,31 +91,44 @@ def forced_out(full: str, configs: config.Configs, is_dir: bool = False) -> bool
     path, path_is_dir = full, is_dir
     while path != root and inside(path, root):
         folder = os.path.dirname(path)
-        chain = _gitignores(folder, tree) if tree is not None else []
+        chain = _gitignores(folder, tree, unreadable) if tree is not None else []
         if configs.for_folder(folder, root).left_out(path, path_is_dir) or ignore.left_out(chain, path, path_is_dir):
             return True
         path, path_is_dir = folder, True
     return False
 
 
-def _gitignores(folder: str, tree: str) -> list[ignore.Globs]:
+def _gitignores(folder: str, tree: str, unreadable: list[str]) -> list[ignore.Globs]:
     """The ignore files that apply in ``folder`` (absolute, in the work tree ``tree``), lowest precedence first:
     `.git/info/exclude`, then each .gitignore from the tree's root down to ``folder``."""
-    chain = [ignore.info_exclude(tree)]
+    chain = [_ignore_file(ignore.info_exclude, tree, unreadable)]
     rel = os.path.relpath(folder, tree)
     parts = [] if rel == os.curdir else rel.split(os.sep)
     for i in range(len(parts) + 1):
-        chain.append(ignore.gitignore(os.path.join(tree, *parts[:i])))
+        chain.append(_ignore_file(ignore.gitignore, os.path.join(tree, *parts[:i]), unreadable))
     return [g for g in chain if g is not None]
 
 
-def _above(folder: str, tree: str | None) -> list[ignore.Globs]:
+def _above(folder: str, tree: str | None, unreadable: list[str]) -> list[ignore.Globs]:
     """The ignore files above ``folder`` in its work tree (lowest precedence first)."""
     if tree is None:
         return []
     if folder == tree:
-        return [g for g in [ignore.info_exclude(tree)] if g is not None]
-    return _gitignores(os.path.dirname(folder), tree)
+        return [g for g in [_ignore_file(ignore.info_exclude, tree, unreadable)] if g is not None]
+    return _gitignores(os.path.dirname(folder), tree, unreadable)
+
+
+def _ignore_file(read: Callable[[str], ignore.Globs | None], folder: str,
+                 unreadable: list[str]) -> ignore.Globs | None:
+    """An ignore file read as git reads it; one that cannot be read is taken as absent, as git does, and
+    said in ``unreadable`` (git warns; here it is exit 2: what it leaves out is not known)."""
+    try:
+        return read(folder)
+    except OSError as e:
+        message = f"{config.shown(e.filename or folder)}: {describe_os_error(e)}"
+        if message not in unreadable:
+            unreadable.append(message)
+        return None
 
 
 def _walk(top: str, root: str, configs: config.Configs, found: Found) -> list[Source]:
@@ -120,7 +136,7 @@ def _walk(top: str, root: str, configs: config.Configs, found: Found) -> list[So
     top_abs = os.path.abspath(top)
     tree = ignore.work_tree(top_abs)
     # Each folder to walk: its work tree, and the ignore files that apply to its entries but its own .gitignore.
-    state = {top_abs: (tree, _above(top_abs, tree))}
+    state = {top_abs: (tree, _above(top_abs, tree, found.unreadable))}
     sources = []
 
     def unreadable(e: OSError) -> None:
@@ -129,7 +145,7 @@ def _walk(top: str, root: str, configs: config.Configs, found: Found) -> list[So
     for here, dirs, names in os.walk(top, onerror=unreadable):
         here_abs = os.path.abspath(here)
         tree, chain = state.pop(here_abs)
-        if tree is not None and (own := ignore.gitignore(here_abs)) is not None:
+        if tree is not None and (own := _ignore_file(ignore.gitignore, here_abs, found.unreadable)) is not None:
             chain = [*chain, own]
         settings = configs.for_folder(here_abs, tree or root)
         kept = []
@@ -138,8 +154,8 @@ def _walk(top: str, root: str, configs: config.Configs, found: Found) -> list[So
             if d == ".git" or settings.left_out(full, True) or ignore.left_out(chain, full, True):
                 continue
             kept.append(d)
-            if os.path.lexists(os.path.join(full, ".git")) and not os.path.islink(full):  # another repository
-                state[full] = (full, _above(full, full))
+            if ignore.is_repository(os.path.join(full, ".git")) and not os.path.islink(full):  # another repository
+                state[full] = (full, _above(full, full, found.unreadable))
             else:
                 state[full] = (tree, chain)
         dirs[:] = kept

@@ -14,7 +14,9 @@ an unknown ``[:class:]``, a backwards range such as ``[z-a]``) is silently inert
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 
 _STAR, _QUESTION, _BRACKET, _BACKSLASH, _SLASH = b"*?[\\/"
@@ -352,9 +354,9 @@ def left_out(globs: list[Globs], path: str | bytes, is_dir: bool) -> bool:
 
 
 def gitignore(folder: str) -> Globs | None:
-    """The lines of ``folder``'s .gitignore, if it has a readable one that is not a symbolic link
-    (git reads no .gitignore through a link)."""
-    return _read_globs(os.path.join(folder, ".gitignore"), folder)
+    """The lines of ``folder``'s .gitignore, if it has one that is not a symbolic link (git reads no
+    .gitignore through a link). One that exists but cannot be read raises OSError (git warns)."""
+    return _read_globs(os.path.join(folder, ".gitignore"), folder, follow=False)
 
 
 def info_exclude(tree: str) -> Globs | None:
@@ -367,7 +369,7 @@ def info_exclude(tree: str) -> Globs | None:
         common = _read_small(os.path.join(git, "commondir"))
         if common is not None:
             git = os.path.normpath(os.path.join(git, os.fsdecode(common.strip())))
-    return _read_globs(os.path.join(git, "info", "exclude"), tree)
+    return _read_globs(os.path.join(git, "info", "exclude"), tree, follow=True)  # git reads it through a link
 
 
 def _gitdir(dot_git: str, tree: str) -> str | None:
@@ -385,30 +387,55 @@ def _read_small(path: str) -> bytes | None:
         return None
 
 
-def _read_globs(path: str, base: str) -> Globs | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            import stat
+# What git takes for no ignore file (no warning): none there, a link where none is followed, a folder.
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EISDIR})
 
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
-            data = f.read(MAX_GITIGNORE + 1)
-    except OSError:
-        return None
+
+def _read_globs(path: str, base: str, follow: bool) -> Globs | None:
+    """An ignore file's lines; None when there is none (or it is no regular file, or too large: git skips it);
+    OSError when it exists but cannot be read (as git warns `unable to access`)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno in _ABSENT:
+            return None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        data = f.read(MAX_GITIGNORE + 1)
     if len(data) > MAX_GITIGNORE:
         return None
     return Globs.parse(base, split_lines(data))
 
 
+def is_repository(dot_git: str) -> bool:
+    """Whether a `.git` makes its folder a work tree's root, as git decides it: a git folder (HEAD, and
+    objects/ and refs/ there or in its commondir), or a file `gitdir: PATH` naming one. An empty `.git`
+    folder or file is none: git goes on to the folders above."""
+    if not os.path.lexists(dot_git):
+        return False
+    if os.path.isfile(dot_git):
+        git = _gitdir(dot_git, os.path.dirname(dot_git))
+        return git is not None and _is_git_folder(git)
+    return _is_git_folder(dot_git)
+
+
+def _is_git_folder(git: str) -> bool:
+    if not os.path.isfile(os.path.join(git, "HEAD")):
+        return False
+    common = _read_small(os.path.join(git, "commondir"))
+    shared = git if common is None else os.path.normpath(os.path.join(git, os.fsdecode(common.strip())))
+    return os.path.isdir(os.path.join(shared, "objects")) and os.path.isdir(os.path.join(shared, "refs"))
+
+
 def work_tree(folder: str) -> str | None:
-    """The root of the git work tree that holds ``folder`` (the nearest folder with a `.git`), or None."""
+    """The root of the git work tree that holds ``folder`` (the nearest folder with a repository's `.git`),
+    or None."""
     folder = os.path.abspath(folder)
     while True:
-        if os.path.exists(os.path.join(folder, ".git")):
+        if is_repository(os.path.join(folder, ".git")):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:

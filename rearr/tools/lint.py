@@ -627,7 +627,7 @@ def _check_op(call: ast.Call, sig: Signature, pattern: ast.Constant, reduction_n
         reduction = _UNKNOWN_REDUCTION[sig.op]  # a variable, a lambda, or passed through *args/**kwargs
     if sig.layer is not None:
         fill = _argument(call, {k.arg: k.value for k in call.keywords if k.arg == "fill"}, "fill", 2)
-        fill_value = 0 if fill is None else fill.value if isinstance(fill, ast.Constant) else UNKNOWN
+        fill_value = 0 if fill is None else _literal(fill)
         err = layer_error(sig.layer, pattern.value, reduction, lengths[0], fill_value)
     else:
         err = validate(pattern.value, *operation(sig.op, reduction), lengths[0], complete=not lengths[1])
@@ -682,6 +682,8 @@ def _literal(node: ast.expr) -> object:
     """A length keyword's value when it is a literal (``4``, ``-1``, ``'x'``, ``None``), else UNKNOWN."""
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(_literal(e), (int, float)) for e in node.elts):
+        return ast.literal_eval(node)  # h=[3], fill=(0,): the library refuses a container
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
             return ast.literal_eval(node)

@@ -37,6 +37,12 @@ def printable(text: str) -> str:
     return "".join(_escape(c) if unicodedata.category(c) in _UNPRINTABLE else c for c in text)
 
 
+def printable_path(path: str) -> str:
+    """A file name as text output shows it: `printable`, and (where '/' separates folders) a
+    backslash doubled, so that every name reads back to one ('a\\x1b.py' is not 'a<ESC>.py')."""
+    return printable(path.replace("\\", "\\\\") if os.sep == "/" else path)
+
+
 def _escape(c: str) -> str:
     o = ord(c)
     if 0xDC80 <= o <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
@@ -65,7 +71,7 @@ def _json_escape(c: str) -> str:
 
 
 def format_text(problems: list[Problem]) -> str:
-    return "\n".join(printable(f"{p.path}:{p.line}:{p.col}: {p.code} {p.text}") for p in problems)
+    return "\n".join(f"{printable_path(p.path)}:{p.line}:{p.col}: {printable(f'{p.code} {p.text}')}" for p in problems)
 
 
 def format_github(problems: list[Problem]) -> str:
@@ -200,16 +206,19 @@ def format_statistics(problems: list[Problem], fmt: str) -> str:
 # --- the summary ---------------------------------------------------------------------------------
 
 
-def summary(problems: list[Problem], files: int, tally: Tally, unreadable: int = 0, fixed: int = 0) -> str:
+def summary(problems: list[Problem], files: int, tally: Tally, unreadable: int = 0, fixed: int = 0,
+            unwritten: int = 0) -> str:
     """'Found 3 problems in 2 files (1,245 files, 1,776 einops and 12 rearr patterns checked).',
     'All checks passed (...).', or, when no file holds a pattern, what was looked at and why nothing was found;
     after --fix, 'Fixed 2 problems; ' before it.
 
-    When some path could not be read, a clean result is not 'All checks passed'."""
+    When some path could not be read (or fixed file written), a clean result is not 'All checks passed'."""
     if fixed:
-        line = summary(problems, files, tally, unreadable)
+        line = summary(problems, files, tally, unreadable, 0, unwritten)
         return f"Fixed {count(fixed, 'problem')}; {line[0].lower()}{line[1:]}"
     unread = f" {count(unreadable, 'path')} could not be read." if unreadable else ""
+    if unwritten:
+        unread += f" The fixes of {count(unwritten, 'file')} could not be written."
     patterns = tally.einops + tally.rearr
     if not patterns and not problems:
         return f"No pattern found in {count(files, 'file')}: {tally.why_none()}.{unread}"
@@ -217,7 +226,7 @@ def summary(problems: list[Problem], files: int, tally: Tally, unreadable: int =
     checked = f"({count(files, 'file')}, {' and '.join(filter(None, kinds)) or '0'} " \
               f"{'pattern' if patterns == 1 else 'patterns'} checked)."
     if not problems:
-        return f"{'No problem found' if unreadable else 'All checks passed'} {checked}{unread}"
+        return f"{'No problem found' if unread else 'All checks passed'} {checked}{unread}"
     in_files = count(len({p.path for p in problems}), "file")
     return f"Found {count(len(problems), 'problem')} in {in_files} {checked}{unread}"
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 import pytest
-from _cli import REPO, run
+from _cli import REPO, git_repository, run
 
 from rearr.errors import CODES, RearrError
 from rearr.rules import layer_recipe
@@ -1053,7 +1053,7 @@ def test_a_length_beyond_int64_is_named_short_and_says_why(literal, shown):
 
 
 def test_a_gitignore_line_that_is_no_valid_regex_is_read_as_git_reads_it(tmp_path):
-    (tmp_path / ".git").mkdir()
+    git_repository(tmp_path)
     (tmp_path / ".gitignore").write_text("[z-a]\n[^]\n[[:alpha:]]_gen.py\n\\\n")
     for name in ("a.py", "z", "x_gen.py"):
         (tmp_path / name).write_text("import rearr\nrearr.rearrange(x, 'b c -> c')\n")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _cli import run
+from _cli import git_repository, one_line_error, run, write
 
 from rearr.tools import config, files
 
@@ -17,28 +17,9 @@ BAD = "import rearr\nrearr.rearrange(x, 'b c -> c')\n"  # RA200 at 2:21
 AVG = "import rearr\nrearr.reduce(x, 'b c -> b', 'avg')\n"  # RA400 at 2:29
 
 
-def write(root: Path, tree: dict[str, str | bytes]) -> None:
-    for rel, text in tree.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            (root / rel).write_bytes(text)
-        else:
-            (root / rel).write_text(text, encoding="utf-8")
-
-
 def found(proc) -> list[tuple[str, str]]:
     """(path, code) of each finding in the text output."""
     return [(line.split(":")[0], line.split()[1]) for line in proc.stdout.splitlines() if ": RA" in line]
-
-
-def one_line_error(proc, *needles: str) -> None:
-    """Exit 2 with one line on stderr that says what is wrong, and no traceback."""
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert proc.stdout == "" and "Traceback" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rearr check: "), proc.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 # --- TOML, parsed ---------------------------------------------------------------------------
@@ -129,7 +110,7 @@ def test_config_above_the_work_tree_is_never_read(tmp_path):
     # A shared parent folder's config must not change a project's checks.
     write(tmp_path, {"pyproject.toml": '[tool.rearr.check]\nignore = ["RA2"]\n',
                      "project/a.py": BAD, "plain/b.py": BAD})
-    (tmp_path / "project" / ".git").mkdir()
+    git_repository(tmp_path / "project")
     assert found(run("check", "-q", ".", cwd=tmp_path / "project")) == [("a.py", "RA200")]
     assert found(run("check", "-q", "a.py", cwd=tmp_path / "project")) == [("a.py", "RA200")]
     # Outside git, the work tree is the current folder (when the path is inside it), else the path named.
@@ -146,7 +127,7 @@ def test_each_file_has_its_nearest_config_whatever_the_argument_order(tmp_path):
                      "two/b/rearr.toml": '[check]\nextend-ignore = ["RA400"]\n', "two/b/m.py": BAD + AVG,
                      "two/c/pyproject.toml": '[project]\nname = "c"\n', "two/c/m.py": BAD + AVG,
                      "m.py": BAD + AVG})
-    (tmp_path / ".git").mkdir()
+    git_repository(tmp_path)
     expected = [("m.py", "RA200"), ("two/a/m.py", "RA400"), ("two/b/m.py", "RA200"), ("two/c/m.py", "RA200")]
     assert found(run("check", "-q", ".", cwd=tmp_path)) == expected
     assert found(run("check", "-q", "two/c", "two/b", "two/a", "m.py", cwd=tmp_path)) == expected
@@ -154,7 +135,7 @@ def test_each_file_has_its_nearest_config_whatever_the_argument_order(tmp_path):
 
 
 def test_rearr_toml_wins_over_pyproject_in_one_folder(tmp_path):
-    write(tmp_path, {"pyproject.toml": '[tool.rearr.check]\nignore = ["RA4"]\n', "rearr.toml": "",
+    write(tmp_path, {"pyproject.toml": '[tool.rearr.check]\nignore = ["RA4"]\n', "rearr.toml": "[check]\n",
                      "m.py": BAD + AVG})
     assert found(run("check", "-q", ".", cwd=tmp_path)) == [("m.py", "RA200"), ("m.py", "RA400")]
 
@@ -172,7 +153,8 @@ def test_config_names_one_file_for_every_file(tmp_path):
 
 def test_the_work_tree_is_documented_as_the_code_finds_it(tmp_path, monkeypatch):
     write(tmp_path, {"repo/sub/a.py": "", "plain/b.py": ""})
-    (tmp_path / "repo" / ".git").write_text("gitdir: /elsewhere\n")  # a linked work tree, or a submodule
+    gitdir = git_repository(tmp_path / "elsewhere")
+    (tmp_path / "repo" / ".git").write_text(f"gitdir: {gitdir}\n")  # a linked work tree, or a submodule
     monkeypatch.chdir(tmp_path / "plain")
     assert files.work_root(str(tmp_path / "repo" / "sub" / "a.py"), str(tmp_path / "repo" / "sub")) == \
         str(tmp_path / "repo")
@@ -231,7 +213,7 @@ def test_force_exclude_leaves_named_files_out(tmp_path):
     write(tmp_path, {"pyproject.toml": '[tool.rearr.check]\nextend-exclude = ["scratch/", "*_gen.py"]\n',
                      "scratch/s.py": BAD, "m_gen.py": BAD, "m.py": BAD, ".gitignore": "ignored.py\n",
                      "ignored.py": BAD})
-    (tmp_path / ".git").mkdir()
+    git_repository(tmp_path)
     named = ["scratch/s.py", "m_gen.py", "ignored.py", "m.py"]
     assert [p for p, _ in found(run("check", "-q", *named, cwd=tmp_path))] == sorted(named)
     assert found(run("check", "-q", "--force-exclude", *named, cwd=tmp_path)) == [("m.py", "RA200")]
@@ -282,7 +264,7 @@ posix_only = pytest.mark.skipif(os.name != "posix", reason="symbolic links as on
 @posix_only
 def test_a_link_to_a_file_outside_the_work_tree_is_skipped_in_a_walk(tmp_path):
     write(tmp_path, {"outside/secret.py": BAD, "tree/inside.py": AVG, "tree/m.py": ""})
-    (tmp_path / "tree" / ".git").mkdir()
+    git_repository(tmp_path / "tree")
     os.symlink(tmp_path / "outside" / "secret.py", tmp_path / "tree" / "link_out.py")
     os.symlink(tmp_path / "tree" / "inside.py", tmp_path / "tree" / "link_in.py")
     os.symlink(tmp_path / "outside", tmp_path / "tree" / "folder_link")  # a link to a folder is not walked

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _cli import REPO, run
+from _cli import REPO, git_repository, run
 
 from rearr.errors import CODES
 from rearr.tools import cli, config, ignore, lint, report
@@ -231,7 +231,7 @@ def gitignored_tree(root: Path) -> None:
 
 def test_gitignore_in_a_work_tree(tmp_path):
     gitignored_tree(tmp_path)
-    (tmp_path / ".git").mkdir()
+    git_repository(tmp_path)
     assert paths(run("check", ".", cwd=tmp_path)) == ["a.py", "sub/keep_me.py", "sub/s.py"]
     # A subfolder checked alone still has the root's .gitignore above it.
     assert paths(run("check", "sub", cwd=tmp_path / ".")) == ["sub/keep_me.py", "sub/s.py"]
@@ -352,7 +352,7 @@ def test_sarif(tmp_path):
 
 def test_sarif_uris_are_relative_to_the_work_tree_whatever_the_current_folder(tmp_path):
     write(tmp_path, {"src/pkg/my model.py": BAD})
-    (tmp_path / ".git").mkdir()
+    git_repository(tmp_path)
     for cwd, path in [(tmp_path, "src"), (tmp_path / "src", "."), (tmp_path / "src" / "pkg", "my model.py")]:
         run_, result = sarif_result(run("check", "--output-format", "sarif", path, cwd=cwd))
         (location,) = result["locations"]
