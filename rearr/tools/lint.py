@@ -171,15 +171,17 @@ class Tally:
 
     def why_none(self) -> str:
         """Why no pattern was found: what the files import, and what was not checked."""
-        if self.einops_off and not self.files["rearr"]:
+        off = ""
+        if self.einops_off:
             verb = "imports" if self.einops_off == 1 else "import"
-            return (f"{_count(self.einops_off, 'file')} {verb} einops, whose checks are off "
-                    "(einops = false, or --no-einops)")
-        if not self.files:
-            return "none of them imports rearr or einops"
+            off = (f"{_count(self.einops_off, 'file')} {verb} einops, whose checks are off "
+                   "(einops = false, or --no-einops)")
+        read = self.files  # einops' imports count here only where its checks are on
+        if not read:
+            return off or "none of them imports rearr or einops"
         importing = " and ".join(f"{_count(n, 'file')} {'imports' if n == 1 else 'import'} {package}"
-                                 for package, n in sorted(self.files.items(), reverse=True))
-        return f"{importing}, but no call has a pattern written as a string literal"
+                                 for package, n in sorted(read.items(), reverse=True))
+        return "; ".join(filter(None, [f"{importing}, but no call has a pattern written as a string literal", off]))
 
 
 def _count(n: int, noun: str) -> str:

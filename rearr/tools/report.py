@@ -112,21 +112,25 @@ def format_gitlab(problems: list[Problem]) -> str:
     issues = []
     seen: Counter[str] = Counter()
     for p in problems:
-        key = f"{p.code}\0{p.path}\0{p.message}\0{p.pattern}"
+        path = _repository_path(p.path)
+        key = f"{p.code}\0{path}\0{p.message}\0{p.pattern}"
         seen[key] += 1
         issues.append({
             "description": f"{p.code} {p.text}",
             "check_name": p.code,
             "fingerprint": hashlib.sha256(f"{key}\0{seen[key]}".encode("utf-8", "surrogateescape")).hexdigest(),
             "severity": "major",
-            "location": {"path": _posix(p.path), "positions": {"begin": {"line": p.line, "column": p.col},
+            "location": {"path": path, "positions": {"begin": {"line": p.line, "column": p.col},
                                                                 "end": {"line": p.end_line, "column": p.end_col}}},
         })
     return _dumps(issues, ascii_only=True)
 
 
-def _posix(path: str) -> str:
-    return Path(os.path.normpath(path)).as_posix()
+def _repository_path(path: str) -> str:
+    """A file's path as GitLab maps it: relative to the root of its git work tree, whatever the current
+    folder (outside git: as shown)."""
+    found = _in_tree(path)
+    return Path(found[0] if found is not None else os.path.normpath(path)).as_posix()
 
 
 def format_sarif(problems: list[Problem]) -> str:
@@ -163,13 +167,21 @@ def format_sarif(problems: list[Problem]) -> str:
     return _dumps(log, ascii_only=True)  # ASCII escapes: it prints on any stdout
 
 
-def _artifact(path: str) -> tuple[dict[str, str], str | None]:
-    """A file's SARIF location, and the URI of the work tree it is relative to (None: it is absolute)."""
+def _in_tree(path: str) -> tuple[str, str] | None:
+    """A file's path relative to the root of its git work tree, and that root; None outside git."""
     full = os.path.abspath(path)
     root = _tree(os.path.dirname(full))
     if root is None or len(root) > 1 and len(os.path.commonpath([full, root])) < len(root):
-        return {"uri": _file_uri(full)}, None
-    rel = os.path.relpath(full, root)
+        return None
+    return os.path.relpath(full, root), root
+
+
+def _artifact(path: str) -> tuple[dict[str, str], str | None]:
+    """A file's SARIF location, and the URI of the work tree it is relative to (None: it is absolute)."""
+    found = _in_tree(path)
+    if found is None:
+        return {"uri": _file_uri(os.path.abspath(path))}, None
+    rel, root = found
     base = _file_uri(root)
     return {"uri": quote(os.fsencode(Path(rel).as_posix())), "uriBaseId": "%SRCROOT%"}, base.rstrip("/") + "/"
 

@@ -234,6 +234,11 @@ def test_einops_can_be_turned_off(tmp_path):
     write(tmp_path, {"pyproject.toml": "[tool.rearr.check]\neinops = false\n"})
     assert found(run("check", "-q", ".", cwd=tmp_path)) == []
     assert found(run("check", "-q", "--einops", ".", cwd=tmp_path)) == [("m.py", "RA200")]
+    # Every reason is given: a rearr file without a literal pattern, and the einops file left alone.
+    write(tmp_path, {"r.py": "import rearr\nrearr.rearrange(x, pattern)\n"})
+    assert run("check", ".", cwd=tmp_path).stdout == (
+        "No pattern found in 2 files: 1 file imports rearr, but no call has a pattern written as a string literal; "
+        "1 file imports einops, whose checks are off (einops = false, or --no-einops).\n")
 
 
 # --- stdin, --exit-zero ----------------------------------------------------------------------

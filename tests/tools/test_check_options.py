@@ -79,6 +79,16 @@ def test_the_docs_name_every_option():
                 assert f"`{flag}" in text, flag
 
 
+def test_every_option_has_an_example_that_runs():
+    """Each option (or one of its spellings) is used by a `$ rearr check` line that the test above runs."""
+    commands = [shlex.split(what) for kind, what, _ in doc_steps() if kind == "run"]
+    check = next(a for a in cli._parser()._actions if a.dest == "command").choices["check"]
+    for action in check._actions:
+        flags = [f for f in action.option_strings if f not in ("-h", "--help")]
+        if flags:
+            assert any(f in argv or any(a.startswith(f + "=") for a in argv) for argv in commands for f in flags), flags
+
+
 # --- noqa ----------------------------------------------------------------------------------
 
 
@@ -359,6 +369,11 @@ def test_sarif_uris_are_relative_to_the_work_tree_whatever_the_current_folder(tm
         assert location["physicalLocation"]["artifactLocation"] == {"uri": "src/pkg/my%20model.py",
                                                                     "uriBaseId": "%SRCROOT%"}, cwd
         assert run_["originalUriBaseIds"] == {"%SRCROOT%": {"uri": tmp_path.as_uri() + "/"}}
+        (issue,) = json.loads(run("check", "--output-format", "gitlab", path, cwd=cwd).stdout)
+        assert issue["location"]["path"] == "src/pkg/my model.py", cwd  # GitLab's paths too
+    fingerprints = {json.loads(run("check", "--output-format", "gitlab", path, cwd=cwd).stdout)[0]["fingerprint"]
+                    for cwd, path in [(tmp_path, "src"), (tmp_path / "src" / "pkg", "."), (Path("/"), str(tmp_path))]}
+    assert len(fingerprints) == 1  # the same finding, wherever the run starts
 
 
 # --- progress ----------------------------------------------------------------------------------
