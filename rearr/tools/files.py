@@ -104,8 +104,9 @@ def _gitignores(folder: str, tree: str, unreadable: list[str]) -> list[ignore.Gl
     chain = [_ignore_file(ignore.info_exclude, tree, unreadable)]
     rel = os.path.relpath(folder, tree)
     parts = [] if rel == os.curdir else rel.split(os.sep)
+    casefold = ignore.ignore_case(tree)
     for i in range(len(parts) + 1):
-        chain.append(_ignore_file(ignore.gitignore, os.path.join(tree, *parts[:i]), unreadable))
+        chain.append(_ignore_file(ignore.gitignore, os.path.join(tree, *parts[:i]), unreadable, casefold))
     return [g for g in chain if g is not None]
 
 
@@ -118,12 +119,13 @@ def _above(folder: str, tree: str | None, unreadable: list[str]) -> list[ignore.
     return _gitignores(os.path.dirname(folder), tree, unreadable)
 
 
-def _ignore_file(read: Callable[[str], ignore.Globs | None], folder: str,
-                 unreadable: list[str]) -> ignore.Globs | None:
-    """An ignore file read as git reads it; one that cannot be read is taken as absent, as git does, and
-    said in ``unreadable`` (git warns; here it is exit 2: what it leaves out is not known)."""
+def _ignore_file(read: Callable[..., ignore.Globs | None], folder: str, unreadable: list[str],
+                 *args: object) -> ignore.Globs | None:
+    """An ignore file read as git reads it (``read(folder, *args)``); one that cannot be read is taken as
+    absent, as git does, and said in ``unreadable`` (git warns; here it is exit 2: what it leaves out is
+    not known)."""
     try:
-        return read(folder)
+        return read(folder, *args)
     except OSError as e:
         message = f"{config.shown(e.filename or folder)}: {describe_os_error(e)}"
         if message not in unreadable:
@@ -138,6 +140,7 @@ def _walk(top: str, root: str, configs: config.Configs, found: Found) -> list[So
     # Each folder to walk: its work tree, and the ignore files that apply to its entries but its own .gitignore.
     state = {top_abs: (tree, _above(top_abs, tree, found.unreadable))}
     sources = []
+    casefold: dict[str, bool] = {}  # each work tree's core.ignorecase
 
     def unreadable(e: OSError) -> None:
         found.unreadable.append(printable(f"{e.filename}: {describe_os_error(e)}"))
@@ -145,8 +148,12 @@ def _walk(top: str, root: str, configs: config.Configs, found: Found) -> list[So
     for here, dirs, names in os.walk(top, onerror=unreadable):
         here_abs = os.path.abspath(here)
         tree, chain = state.pop(here_abs)
-        if tree is not None and (own := _ignore_file(ignore.gitignore, here_abs, found.unreadable)) is not None:
-            chain = [*chain, own]
+        if tree is not None:
+            if tree not in casefold:
+                casefold[tree] = ignore.ignore_case(tree)
+            own = _ignore_file(ignore.gitignore, here_abs, found.unreadable, casefold[tree])
+            if own is not None:
+                chain = [*chain, own]
         settings = configs.for_folder(here_abs, tree or root)
         kept = []
         for d in sorted(dirs):

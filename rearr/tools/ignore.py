@@ -41,21 +41,26 @@ _CLASSES: dict[bytes, frozenset[int]] = {
     b"print": frozenset(range(32, 127)),
     b"punct": _PUNCT,
     b"space": frozenset(b" \t\n\r"),  # git's isspace: not \v nor \f
-    b"upper": _UPPER,
+    b"upper": _UPPER,  # the same set: _in_class knows it by identity
     b"xdigit": _DIGIT | frozenset(b"abcdefABCDEF"),
 }
 
 
-def wildmatch(pattern: bytes, text: bytes, pathname: bool) -> bool:
+def wildmatch(pattern: bytes, text: bytes, pathname: bool, casefold: bool = False) -> bool:
     """git's wildmatch(): whether ``text`` matches the glob; with ``pathname`` (WM_PATHNAME), ``*``,
-    ``?`` and classes do not match '/', and only ``**`` between slashes spans folders."""
+    ``?`` and classes do not match '/', and only ``**`` between slashes spans folders; with
+    ``casefold`` (WM_CASEFOLD, git's core.ignorecase), ASCII letters match in either case as git's do."""
     try:
-        return _dowild(pattern, 0, text, 0, pathname) == _MATCH
+        return _dowild(pattern, 0, text, 0, pathname, casefold) == _MATCH
     except RecursionError:  # a line with hundreds of separate '*': no real .gitignore has one
         return False
 
 
-def _dowild(p: bytes, start: int, text: bytes, ti: int, pathname: bool) -> int:
+def _lower(c: int) -> int:
+    return c + 32 if 65 <= c <= 90 else c  # ASCII only, as git's tolower
+
+
+def _dowild(p: bytes, start: int, text: bytes, ti: int, pathname: bool, casefold: bool) -> int:
     """wildmatch.c's dowild() on p[start:] and text[ti:]: a MATCH, a NOMATCH or one of the aborts."""
     pi, end, tend = start, len(p), len(text)
     while pi < end:
@@ -63,6 +68,8 @@ def _dowild(p: bytes, start: int, text: bytes, ti: int, pathname: bool) -> int:
         t_ch = text[ti] if ti < tend else 0
         if t_ch == 0 and p_ch != _STAR:
             return _ABORT_ALL
+        if casefold:  # as git: both lowered here, but not a bracket's items nor an escaped byte
+            t_ch, p_ch = _lower(t_ch), _lower(p_ch)
         if p_ch == _QUESTION:
             if pathname and t_ch == _SLASH:
                 return _NOMATCH
@@ -75,7 +82,7 @@ def _dowild(p: bytes, start: int, text: bytes, ti: int, pathname: bool) -> int:
                 after = p[pi] if pi < end else 0
                 if (before < start or p[before] == _SLASH) and (
                         after in (0, _SLASH) or after == _BACKSLASH and p[pi + 1: pi + 2] == b"/"):
-                    if after == _SLASH and _dowild(p, pi + 1, text, ti, pathname) == _MATCH:
+                    if after == _SLASH and _dowild(p, pi + 1, text, ti, pathname, casefold) == _MATCH:
                         return _MATCH  # 'a/**/b' matches 'a/b'
                     match_slash = True
                 else:
@@ -90,13 +97,13 @@ def _dowild(p: bytes, start: int, text: bytes, ti: int, pathname: bool) -> int:
                     return _NOMATCH
                 ti, pi = slash + 1, pi + 1
                 continue
-            return _star(p, start, pi, text, ti, pathname, match_slash)
+            return _star(p, start, pi, text, ti, pathname, match_slash, casefold)
         elif p_ch == _BRACKET:
             found = _bracket(p, pi)
             if found is None:
                 return _ABORT_ALL
             pi, negated, items = found
-            if _in_class(t_ch, items) == negated or pathname and t_ch == _SLASH:
+            if _in_class(t_ch, items, casefold) == negated or pathname and t_ch == _SLASH:
                 return _NOMATCH
         else:
             if p_ch == _BACKSLASH:  # the next byte, literally (a trailing '\' matches nothing)
@@ -109,18 +116,21 @@ def _dowild(p: bytes, start: int, text: bytes, ti: int, pathname: bool) -> int:
     return _MATCH if ti >= tend else _NOMATCH
 
 
-def _star(p: bytes, start: int, pi: int, text: bytes, ti: int, pathname: bool, match_slash: bool) -> int:
+def _star(p: bytes, start: int, pi: int, text: bytes, ti: int, pathname: bool, match_slash: bool,
+          casefold: bool) -> int:
     """The loop of dowild()'s '*': try the rest of the pattern from each place in the text."""
     tend = len(text)
     t_ch = text[ti] if ti < tend else 0
     while t_ch:
         if p[pi] not in _SPECIAL:  # a literal next: skip to where it stands
-            while ti < tend and (match_slash or text[ti] != _SLASH) and text[ti] != p[pi]:
+            literal = _lower(p[pi]) if casefold else p[pi]
+            while ti < tend and (match_slash or text[ti] != _SLASH) and (
+                    _lower(text[ti]) if casefold else text[ti]) != literal:
                 ti += 1
             t_ch = text[ti] if ti < tend else 0
-            if t_ch != p[pi]:
+            if (_lower(t_ch) if casefold else t_ch) != literal:
                 return _ABORT_ALL
-        matched = _dowild(p, pi, text, ti, pathname)
+        matched = _dowild(p, pi, text, ti, pathname, casefold)
         if matched != _NOMATCH:
             if not match_slash or matched != _ABORT_TO_STARSTAR:
                 return matched
@@ -191,15 +201,18 @@ def _bracket(p: bytes, pi: int) -> tuple[int, bool, list[_Item]] | None:
             return pi, negated, items
 
 
-def _in_class(t_ch: int, items: list[_Item]) -> bool:
+def _in_class(t_ch: int, items: list[_Item], casefold: bool = False) -> bool:
+    """Whether a bracket expression's items hold ``t_ch`` (lowered already under ``casefold``: then a
+    range and [:upper:] also take its upper case, as git's do; a single item is compared as written)."""
+    upper = t_ch - 32 if casefold and 97 <= t_ch <= 122 else t_ch
     for item in items:
         if isinstance(item, int):
             if t_ch == item:
                 return True
         elif isinstance(item, tuple):
-            if item[0] <= t_ch <= item[1]:
+            if item[0] <= t_ch <= item[1] or item[0] <= upper <= item[1]:
                 return True
-        elif t_ch in item:
+        elif t_ch in item or item is _UPPER and upper in item:
             return True
     return False
 
@@ -218,28 +231,34 @@ class Pattern:
     literal: int  # the length of its start without a glob character
     ends_with: bool  # '*literal': a suffix test
 
-    def matches(self, path: bytes, is_dir: bool) -> bool:
-        """Whether it matches ``path`` (relative to its file's folder, '/'-separated)."""
+    def matches(self, path: bytes, is_dir: bool, casefold: bool = False) -> bool:
+        """Whether it matches ``path`` (relative to its file's folder, '/'-separated); with ``casefold``
+        (core.ignorecase), the literal parts compare as git's fspathcmp does, ASCII case aside."""
         if self.must_be_dir and not is_dir:
             return False
         pattern = self.pattern
+        same = _same_folded if casefold else bytes.__eq__
         if self.no_dir:  # match_basename()
             name = path[path.rfind(b"/") + 1:]
             if self.literal == len(pattern):
-                return name == pattern
+                return same(name, pattern)
             if self.ends_with:
-                return name.endswith(pattern[1:])
-            return wildmatch(pattern, name, False)
+                return len(name) >= len(pattern) - 1 and same(name[len(name) - len(pattern) + 1:], pattern[1:])
+            return wildmatch(pattern, name, False, casefold)
         literal = self.literal  # match_pathname()
         if pattern.startswith(b"/"):
             pattern, literal = pattern[1:], literal - 1
         if literal:
-            if path[:literal] != pattern[:literal]:
+            if not same(path[:literal], pattern[:literal]):
                 return False
             if literal == len(pattern) and literal == len(path):
                 return True
             pattern, path = pattern[literal:], path[literal:]
-        return wildmatch(pattern, path, True)
+        return wildmatch(pattern, path, True, casefold)
+
+
+def _same_folded(a: bytes, b: bytes) -> bool:
+    return a.lower() == b.lower()  # bytes.lower folds ASCII only, as strcasecmp in the C locale
 
 
 def parse_line(line: bytes) -> Pattern | None:
@@ -320,12 +339,13 @@ class Globs:
 
     base: bytes
     patterns: tuple[Pattern, ...]
+    casefold: bool = False  # a .gitignore of a repository with core.ignorecase = true
 
     @classmethod
-    def parse(cls, base: str, lines: list[str] | list[bytes]) -> Globs:
+    def parse(cls, base: str, lines: list[str] | list[bytes], casefold: bool = False) -> Globs:
         parsed = (parse_line(line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape"))
                   for line in lines)
-        return cls(os.fsencode(os.path.abspath(base)), tuple(p for p in parsed if p is not None))
+        return cls(os.fsencode(os.path.abspath(base)), tuple(p for p in parsed if p is not None), casefold)
 
     def match(self, path: str | bytes, is_dir: bool) -> bool | None:
         """True: left out; False: kept by a '!' line; None: no line matches ``path`` (absolute).
@@ -338,7 +358,7 @@ class Globs:
         else:
             rel, inside = full.lstrip(b"/"), False
         for pattern in reversed(self.patterns):
-            if (inside or pattern.no_dir) and pattern.matches(rel, is_dir):
+            if (inside or pattern.no_dir) and pattern.matches(rel, is_dir, self.casefold):
                 return not pattern.negative
         return None
 
@@ -353,14 +373,47 @@ def left_out(globs: list[Globs], path: str | bytes, is_dir: bool) -> bool:
     return False
 
 
-def gitignore(folder: str) -> Globs | None:
+def gitignore(folder: str, casefold: bool = False) -> Globs | None:
     """The lines of ``folder``'s .gitignore, if it has one that is not a symbolic link (git reads no
-    .gitignore through a link). One that exists but cannot be read raises OSError (git warns)."""
-    return _read_globs(os.path.join(folder, ".gitignore"), folder, follow=False)
+    .gitignore through a link). One that exists but cannot be read raises OSError (git warns).
+    ``casefold``: the work tree's `ignore_case`."""
+    return _read_globs(os.path.join(folder, ".gitignore"), folder, follow=False, casefold=casefold)
 
 
 def info_exclude(tree: str) -> Globs | None:
     """The work tree's `.git/info/exclude` (relative to the tree's root), if there is one."""
+    common = _common_dir(tree)
+    if common is None:
+        return None
+    return _read_globs(os.path.join(common, "info", "exclude"), tree, follow=True,  # git reads it through a link
+                       casefold=ignore_case(tree))
+
+
+def ignore_case(tree: str) -> bool:
+    """The repository's `core.ignorecase` (its own config file; git sets it to true itself on a
+    case-insensitive file system): whether its ignore files match names in either case."""
+    common = _common_dir(tree)
+    data = None if common is None else _read_small(os.path.join(common, "config"), 2**20)
+    found, section = False, None
+    for raw in (data or b"").splitlines():
+        line = raw.strip()
+        if line.startswith(b"["):  # a section header, maybe with a key after it on the same line
+            close = line.find(b"]")
+            header = line[1:close].strip().lower() if close > 0 else b""
+            section = header if not any(c in header for c in b' ".') else None  # [core], not [core "x"]
+            line = line[close + 1:].strip() if close > 0 else b""
+        if section != b"core" or not line or line[:1] in b"#;":
+            continue
+        key, eq, value = line.partition(b"=")
+        if key.strip().lower() == b"ignorecase":
+            value = value.split(b"#")[0].split(b";")[0].strip().strip(b'"').lower()
+            found = not eq or value in (b"true", b"yes", b"on", b"1")  # a bare key is true; the last one wins
+    return found
+
+
+def _common_dir(tree: str) -> str | None:
+    """The work tree's git folder that holds its config and info/ (for a linked work tree or a
+    submodule, the folder its `.git` file names, then that folder's commondir)."""
     git = os.path.join(tree, ".git")
     if os.path.isfile(git):  # a linked work tree or a submodule: '.git' names the real folder
         git = _gitdir(git, tree)
@@ -369,7 +422,7 @@ def info_exclude(tree: str) -> Globs | None:
         common = _read_small(os.path.join(git, "commondir"))
         if common is not None:
             git = os.path.normpath(os.path.join(git, os.fsdecode(common.strip())))
-    return _read_globs(os.path.join(git, "info", "exclude"), tree, follow=True)  # git reads it through a link
+    return git
 
 
 def _gitdir(dot_git: str, tree: str) -> str | None:
@@ -379,10 +432,10 @@ def _gitdir(dot_git: str, tree: str) -> str | None:
     return os.path.normpath(os.path.join(tree, os.fsdecode(data[len(b"gitdir:"):].strip())))
 
 
-def _read_small(path: str) -> bytes | None:
+def _read_small(path: str, size: int = 4096) -> bytes | None:
     try:
         with open(path, "rb") as f:
-            return f.read(4096)
+            return f.read(size)
     except OSError:
         return None
 
@@ -391,7 +444,7 @@ def _read_small(path: str) -> bytes | None:
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EISDIR})
 
 
-def _read_globs(path: str, base: str, follow: bool) -> Globs | None:
+def _read_globs(path: str, base: str, follow: bool, casefold: bool) -> Globs | None:
     """An ignore file's lines; None when there is none (or it is no regular file, or too large: git skips it);
     OSError when it exists but cannot be read (as git warns `unable to access`)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
@@ -407,7 +460,7 @@ def _read_globs(path: str, base: str, follow: bool) -> Globs | None:
         data = f.read(MAX_GITIGNORE + 1)
     if len(data) > MAX_GITIGNORE:
         return None
-    return Globs.parse(base, split_lines(data))
+    return Globs.parse(base, split_lines(data), casefold)
 
 
 def is_repository(dot_git: str) -> bool:

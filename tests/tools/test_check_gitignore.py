@@ -108,9 +108,10 @@ def ours(root: bytes, rel: bytes, is_dir: bool) -> bool:
     with a matching line says so (git's rule: nothing below an ignored folder comes back)."""
     parts = rel.split(b"/")
     chain = [ignore.info_exclude(os.fsdecode(root))]
+    casefold = ignore.ignore_case(os.fsdecode(root))
     for i in range(len(parts)):
         folder = os.path.join(root, *parts[:i]) if i else root
-        chain.append(ignore.gitignore(os.fsdecode(folder)))
+        chain.append(ignore.gitignore(os.fsdecode(folder), casefold))
         path = os.path.join(root, *parts[: i + 1])
         if ignore.left_out([g for g in chain if g is not None], path, is_dir or i < len(parts) - 1):
             return True
@@ -133,12 +134,8 @@ def new_tree(tmp_path: Path, seed: int) -> tuple[random.Random, bytes]:
     return rng, root
 
 
-@pytest.mark.parametrize("seed", range(int(os.environ.get("SEEDS", 40))))
-def test_ignored_paths_match_git_check_ignore(tmp_path, seed):
-    rng, root = new_tree(tmp_path, seed)
-    if rng.random() < 0.3:
-        with open(os.path.join(root, b".git", b"info", b"exclude"), "ab") as f:
-            f.write(gitignore(rng))
+def assert_ignored_as_git_says(root: bytes) -> None:
+    """Every path of the tree is ignored by rearr's matcher exactly when `git check-ignore` says so."""
     paths = every_path(root)
     listed = git(root, "check-ignore", "--stdin", "-z", stdin=b"\0".join(p for p, _ in paths) + b"\0")
     theirs = set(listed.split(b"\0")) - {b""}
@@ -148,9 +145,41 @@ def test_ignored_paths_match_git_check_ignore(tmp_path, seed):
     assert sorted(mine - theirs) == [] and sorted(theirs - mine) == [], lines
 
 
-@pytest.mark.parametrize("seed", range(40, 60))
+@pytest.mark.parametrize("seed", range(int(os.environ.get("SEEDS", 40))))
+def test_ignored_paths_match_git_check_ignore(tmp_path, seed):
+    rng, root = new_tree(tmp_path, seed)
+    if rng.random() < 0.3:
+        with open(os.path.join(root, b".git", b"info", b"exclude"), "ab") as f:
+            f.write(gitignore(rng))
+    assert_ignored_as_git_says(root)
+
+
+def case_swapped(rng: random.Random, root: bytes) -> None:
+    """Set core.ignorecase (as git does itself on macOS and Windows) and swap the case of some ASCII letters
+    of every ignore file, so that only a case-blind match ignores what the lines meant."""
+    git(root, "config", "core.ignorecase", "true")
+    for here, _, files in os.walk(root):
+        if b".gitignore" in files and b"/.git" not in here:
+            path = os.path.join(here, b".gitignore")
+            with open(path, "rb") as f:
+                data = f.read()
+            with open(path, "wb") as f:
+                f.write(bytes(c ^ 32 if chr(c).isascii() and chr(c).isalpha() and rng.random() < 0.4 else c
+                              for c in data))
+
+
+@pytest.mark.parametrize("seed", range(100, 130))
+def test_ignored_paths_match_git_check_ignore_under_core_ignorecase(tmp_path, seed):
+    rng, root = new_tree(tmp_path, seed)
+    case_swapped(rng, root)
+    assert_ignored_as_git_says(root)
+
+
+@pytest.mark.parametrize("seed", [*range(40, 60), "ignorecase-1", "ignorecase-2", "ignorecase-3"])
 def test_the_walk_finds_the_files_git_lists(tmp_path, seed):
-    _, root = new_tree(tmp_path, seed)
+    rng, root = new_tree(tmp_path, seed)
+    if isinstance(seed, str):
+        case_swapped(rng, root)
     listed = git(root, "ls-files", "--others", "--exclude-standard", "-z")
     theirs = sorted({p for p in listed.split(b"\0") if p.endswith(b".py")})
     # Every file holds a finding, so the files checked are the paths of the findings.

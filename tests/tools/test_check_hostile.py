@@ -121,6 +121,23 @@ def test_an_empty_dot_git_is_no_work_tree(tmp_path):
                                                              ("vendored/gen_a.py", "RA300")]
 
 
+@pytest.mark.parametrize(("config", "folded"), [
+    ("[core]\n\tignorecase = true\n", True),
+    ("[CORE]\n  IgnoreCase = yes ; a comment\n", True),
+    ("[core] ignorecase\n", True),  # a key without a value is true, as git reads it
+    ("[core]\nignorecase = true\nignorecase = false\n", False),  # the last one wins
+    ('[core "sub"]\nignorecase = true\n', False),  # a subsection is another section
+    ("[user]\nignorecase = true\n", False),
+    ("", False),
+])
+def test_core_ignorecase_is_read_from_the_repository(tmp_path, config, folded):
+    write(tmp_path, {"Build/x.py": BAD, "a.py": CLEAN, ".gitignore": "build/\n"})
+    (git_repository(tmp_path) / "config").write_text(config)
+    assert ignore.ignore_case(str(tmp_path)) is folded
+    # git leaves out Build/ for the line build/ when core.ignorecase is true (its default on macOS and Windows)
+    assert codes(run("check", ".", cwd=tmp_path)) == ([] if folded else [("Build/x.py", "RA200")])
+
+
 @POSIX
 def test_info_exclude_is_read_through_a_link_as_git_reads_it(tmp_path):
     write(tmp_path, {"shared-exclude": "gen.py\n", "repo/gen.py": BAD, "repo/a.py": CLEAN})
