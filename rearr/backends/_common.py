@@ -4,7 +4,7 @@ refusal of a scatter, and small helpers on a plan's index terms. Nothing here im
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import RearrError
@@ -142,11 +142,37 @@ def refuse_beyond(name: str, text: str, values: Any, bits: int, xp: Any = None, 
         raise beyond_index_range(name, text, found[0], _shifted(found[1], start), bits)
 
 
-def refused_index(library: str, e: Exception, text: str) -> RearrError:
-    """A native call's refusal of an index value under check_bounds=False, which checked none."""
+def refused_index(library: str, e: Exception, text: str, uses: Iterable[IndexUse] = (),
+                  indices: Mapping[str, Any] | None = None) -> RearrError:
+    """A native call's refusal of an index value under check_bounds=False, which checked none. Now that
+    the call has failed, the indexes (``uses``, their tensors in ``indices``) are read to name the first
+    one holding a value outside 0 <= i < n, with the value, its position and a caret; where their values
+    cannot be read on the host (or none is outside), the native call's message."""
+    for use in uses:
+        try:
+            values = _host_values(indices[use.name])  # type: ignore[index]
+        except (TypeError, ValueError, RuntimeError, AttributeError):  # not readable on the host
+            break
+        found = first(values, (values < 0) | (values >= use.length))
+        if found is not None:
+            return RearrError(
+                f"index {use.name!r} holds {found[0]} at position {found[1]}, outside axis {use.axis!r} of "
+                f"length {use.length}: check_bounds=False promised 0 <= {use.name} < {use.length}, and {library} "
+                "refused it",
+                code="RA501", pattern=text, col=use.col,
+                hint=f"pass values in 0 <= {use.name} < {use.length}, or drop check_bounds=False: rearr then "
+                "checks every value and counts negative ones from the end")
     return RearrError(f"{library} refused an index: {e}", code="RA501", pattern=text,
                       hint="check_bounds=False promises index values in 0 <= i < n; turn the check on "
                       "to find the bad one")
+
+
+def _host_values(t: Any) -> Any:
+    """An index tensor's values as a numpy array, where they are in host memory (numpy, torch on the CPU;
+    numpy refuses a torch tensor on a device: TypeError)."""
+    import numpy as np
+
+    return np.asarray(t)
 
 
 def duplicate_under_set(name: str, text: str) -> RearrError:

@@ -57,7 +57,7 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
     elif check_bounds:
         out = program(x, env)
     else:
-        out = unchecked_run(program, x, env, backend)
+        out = unchecked_run(program, x, env, backend, uses)
     if direct is not None and backend.READY_INDEXES:
         # the dtype check passed: the next such call finds the Plan's native calls in DIRECT
         cache.direct.get_or_make(direct, direct_program, uses, unchecked, natively_checked, backend, pattern,
@@ -65,15 +65,15 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
     return out
 
 
-def unchecked_run(program: Callable, x: Any, env: IndexEnv, backend: Any) -> Any:
+def unchecked_run(program: Callable, x: Any, env: IndexEnv, backend: Any, uses: tuple) -> Any:
     """program(x, env) under check_bounds=False: a native call's refusal of an index is RA501, which
-    says how to find the bad value; any other error is the program's own."""
+    names the index of ``uses`` and the value that broke the promise; any other error is the program's own."""
     try:
         return program(x, env)
     except (IndexError, RuntimeError, ValueError) as e:
         if not backend.index_fault(e):
             raise
-        raise refused_index(backend.name, e, env.text) from None
+        raise refused_index(backend.name, e, env.text, uses, env.indices) from None
 
 
 def program_of(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: dict[str, Any],
@@ -184,7 +184,7 @@ def direct_program(
             if kwargs[name].__class__ is not int:
                 return careful
         if not checks:
-            return unchecked_run(unchecked, x, IndexEnv(pattern, kwargs, 0, None, False), backend)
+            return unchecked_run(unchecked, x, IndexEnv(pattern, kwargs, 0, None, False), backend, uses)
         indices = kwargs  # the steps read only the index names (IndexEnv keeps them apart from text/fill/into)
         if checked:
             indices = dict(kwargs)

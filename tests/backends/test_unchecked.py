@@ -121,3 +121,62 @@ def test_an_unchecked_scatter_lands_a_bad_update_on_one_place_or_none(lib, size,
         assert got.shape == kept.shape and got.dtype == kept.dtype, value
         moved = ~np.isclose(got, alone, rtol=1e-6, atol=0)
         assert moved.sum() <= c, f"value {value}: {moved.sum()} places differ from the good entries' scatter"
+
+
+@pytest.mark.parametrize("bad_name", ["hi", "wi"])
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_a_refused_index_under_false_is_named_with_its_value_position_and_caret(lib, bad_name, lowering):
+    """When a native call refuses a value that check_bounds=False let through, the call has failed: rearr
+    then reads the indexes to say which one broke the promise (torch's 'index out of range in self' names
+    none), where it is in the pattern and the first value outside 0 <= i < n. (A value that no native
+    call refuses gives unspecified values, as the promise says.)"""
+    to, _ = _lib(lib)
+    pattern = "b h[hi: b k] w[wi: b k] -> b k"
+    x = to(np.zeros((2, 3, 4), np.float32))
+    good = {"hi": np.array([[0, 1], [2, 0]]), "wi": np.array([[0, 1], [1, 3]])}
+    refused = 0
+    for value in (99, 2**40, -99):
+        bad = dict(good)
+        bad[bad_name] = good[bad_name].copy()
+        bad[bad_name][1, 0] = value
+        try:
+            rearr.rearrange(x, pattern, **{k: to(v) for k, v in bad.items()}, check_bounds=False)
+            continue
+        except rearr.RearrError as info:
+            e = info
+        n, refused = {"hi": 3, "wi": 4}[bad_name], refused + 1
+        assert e.code == "RA501"
+        assert e.message.startswith(f"index {bad_name!r} holds {value} at position (1, 0), outside axis "
+                                    f"{bad_name[0]!r} of length {n}: check_bounds=False promised "
+                                    f"0 <= {bad_name} < {n}, and {lib} refused it"), e.message
+        assert pattern[e.col:].startswith(bad_name + ":")
+    assert refused
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_a_negative_value_refused_under_false_is_named_and_counts_with_the_check(lib):
+    """torch's gather refuses -1 (numpy counts it itself): the RA501 names it, and its fix (drop
+    check_bounds=False) counts it from the end."""
+    to, back = _lib(lib)
+    x, idx = to(np.arange(10.0).reshape(2, 5)), np.array([[0, -1], [1, 2]])
+    pattern = "b n[i: b k] -> b k"
+    try:
+        got = back(rearr.rearrange(x, pattern, i=to(idx), check_bounds=False))
+    except rearr.RearrError as e:
+        assert lib == "torch"
+        assert e.message.startswith("index 'i' holds -1 at position (0, 1), outside axis 'n' of length 5")
+        assert pattern[e.col:].startswith("i:") and "drop check_bounds=False" in e.hint
+        got = back(rearr.rearrange(x, pattern, i=to(idx)))  # the fix, applied
+    np.testing.assert_array_equal(got, [[0.0, 4.0], [6.0, 7.0]])
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_a_refused_scatter_index_under_false_is_named(lib, lowering):
+    to, _ = _lib(lib)
+    idx = np.array([[0, 1], [7, 2]])
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.scatter(to(np.ones((2, 2, 3), np.float32)), "b k c -> b n[idx: b k] c", "sum", idx=to(idx), n=4,
+                      check_bounds=False)
+    e = info.value
+    assert e.code == "RA501" and e.message.startswith("index 'idx' holds 7 at position (1, 0), outside axis 'n'")
+    assert e.pattern[e.col:].startswith("idx:")
