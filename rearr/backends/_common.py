@@ -29,6 +29,16 @@ def native_order(value: object) -> object:
     return value
 
 
+def one_dtype(a: object, b: object) -> bool:
+    """Whether two dtypes hold the same values: equal, or one numpy dtype in either byte order (an array
+    read from HDF5, netCDF or np.fromfile), which numpy's calls read as its values."""
+    if a == b:
+        return True
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(a, np.dtype) and isinstance(b, np.dtype) and \
+        a.newbyteorder("=") == b.newbyteorder("=")
+
+
 def masked_input(what: str) -> RearrError:
     # numpy's own functions honour a mask in some calls (x.sum) and drop it in others (np.add.at,
     # np.asarray): rather than a result that depends on which one a plan uses, refuse it.

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..backends import backend_for
-from ..backends._common import refused_index
+from ..backends._common import one_dtype, refused_index
 from ..backends.contract import IndexEnv
 from ..errors import RearrError
 from ..planning import planner
@@ -225,11 +225,13 @@ def check_into(into: Any, x: Any, backend: Any) -> None:
                          hint="convert one of them")
     places = backend.place(into), backend.place(x)
     apart = None not in places and places[0] != places[1]
-    if into.dtype != x.dtype or apart:
+    same = one_dtype(into.dtype, x.dtype)  # a numpy dtype in either byte order is one
+    if not same or apart:
         raise RearrError(f"into= is {into.dtype} on {getattr(into, 'device', 'cpu')}, the source "
                          f"{x.dtype} on {getattr(x, 'device', 'cpu')}", code="RA500",
                          hint="put into= where the source is: into.to(x.device) on torch, "
                          "jax.device_put(into, x.sharding) on jax (for an x sharded over a mesh: "
-                         "jax.sharding.NamedSharding(x.sharding.mesh, jax.sharding.PartitionSpec()))" if apart and
-                         into.dtype == x.dtype else "convert one of them, so that the result's dtype is not a guess")
+                         "jax.sharding.NamedSharding(x.sharding.mesh, jax.sharding.PartitionSpec()))" if same else
+                         "convert into= to the source's dtype and device, e.g. into=into.astype(x.dtype) "
+                         "(numpy, jax) or into=into.to(x) (torch); the result has the source's dtype")
     backend.check_into(into, x)

@@ -111,6 +111,43 @@ def test_an_index_of_the_other_byte_order_is_checked_as_any(lib: str):
         rearr.rearrange(x, "b n[idx] -> b", idx=np.array([2, 0, 2**64 - 1, 1], _OTHER_ORDER + "u8"))
 
 
+@pytest.mark.parametrize("lowering", ["along", "rows"])
+@pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c16", "i2", "i8", "u4"])
+def test_an_into_of_the_other_byte_order_is_its_values(dtype: str, lowering: str):
+    """numpy: into= read from a file in the other byte order is its values, as an index or a source of that
+    order is (not RA500 'into= is >f8, the source float64'); the result has the source's dtype, and into=
+    is not modified."""
+    import contextlib
+
+    from _planner import rows_lowering_always
+
+    src = np.arange(1, 13).reshape(4, 3).astype(dtype)
+    native = np.arange(2, 17).reshape(5, 3).astype(dtype)
+    reductions = ("sum", "prod", "set", *(("max", "min") if dtype[0] != "c" else ()),
+                  *(("mean",) if dtype[0] in "fc" else ()))
+    with rows_lowering_always() if lowering == "rows" else contextlib.nullcontext():
+        for reduction in reductions:
+            idx = np.array([3, 0, 2, 1]) if reduction == "set" else np.array([3, 0, 3, 1])
+            want = rearr.scatter(src, "k b -> n[idx: k] b", reduction, idx=idx, into=native)
+            for x, into in ((src, native.astype(_OTHER_ORDER + dtype)), (src.astype(_OTHER_ORDER + dtype), native)):
+                kept = into.copy()
+                got = rearr.scatter(x, "k b -> n[idx: k] b", reduction, idx=idx, into=into)
+                assert got.dtype == x.dtype
+                np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(into, kept)
+
+
+def test_an_into_of_another_dtype_says_how_to_convert_it():
+    src, into = np.ones(4), np.zeros(3, np.float32)
+    with pytest.raises(RearrError) as info:
+        rearr.scatter(src, "k -> n[i]", "sum", i=[0, 0, 1, 2], into=into)
+    e = info.value
+    assert (e.code, e.message) == ("RA500", "into= is float32 on cpu, the source float64 on cpu")
+    assert "into=into.astype(x.dtype)" in e.hint
+    x = src  # the fix, applied as written
+    rearr.scatter(src, "k -> n[i]", "sum", i=[0, 0, 1, 2], into=into.astype(x.dtype))
+
+
 @pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c16", "i2", "i8", "u4"])
 @pytest.mark.parametrize("lib", ["numpy", "dask"])
 def test_a_source_of_the_other_byte_order_is_its_values(lib: str, dtype: str):
