@@ -1,7 +1,9 @@
-"""The jax backend's own derivative rule: a product scatter's (imported when the backend is made, once jax is)."""
+"""The jax backend's own derivative rules: a product scatter's, and a max / min scatter's, which are torch's
+(imported when the backend is made, once jax is)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -56,3 +58,36 @@ def _run_products(v: Any, first: Any) -> Any:
         return jnp.where(b[1], b[0], a[0] * b[0]), a[1] | b[1]
 
     return lax.associative_scan(combine, (v, first))[0]
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
+def extremum_at(start: Any, at: tuple, values: Any, reduction: str, start_ties: bool) -> Any:
+    """``start.at[at].max(values, mode="drop")`` (or min), with torch's derivative: the k sources equal to
+    a place's result share its derivative, 1/k each, and a place whose result is NaN (no source equals
+    it) has a NaN derivative. ``start_ties``: start is into=, which counts as one more source where it
+    ties (torch's include_self=True); else start is the identity (-inf for max), which takes no part,
+    and a place that nothing reaches counts 1. jax's own rule gives 0 through a NaN and counts the
+    identity as a tie where every source is that infinity."""
+    return getattr(start.at[at], reduction)(values, mode="drop")
+
+
+@extremum_at.defjvp
+def _extremum_at_jvp(reduction: str, start_ties: bool, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """d out[p] = (sum of the tied tangents at p) / (their count): linear in the tangents, so jax
+    transposes it for reverse mode, where a source that ties gets its place's cotangent / k."""
+    start, at, values = primals
+    d_start, _, d_values = tangents
+    out = extremum_at(start, at, values, reduction, start_ties)
+    tie = values == out.at[at].get(mode="fill", fill_value=jnp.nan)  # a dropped value ties nothing
+    zeros = jnp.zeros(out.shape, out.dtype)
+    count = zeros.at[at].add(jnp.broadcast_to(tie, values.shape).astype(out.dtype), mode="drop")
+    # products, not selections, as torch's backward and jnp.max's rule: a cotangent of 0 at a NaN place
+    # still gives its sources NaN (0 / 0), so a NaN source shows in every derivative, on both backends
+    tied = zeros.at[at].add(tie * d_values, mode="drop")
+    if start_ties:
+        start_tie = start == out
+        count, tied = count + start_tie, tied + start_tie * d_start
+    else:
+        reached = zeros.at[at].add(jnp.ones(values.shape, out.dtype), mode="drop")
+        count = jnp.where(reached == 0, 1, count)
+    return out, tied / count

@@ -232,6 +232,8 @@ class JaxBackend(ArrayApiBackend):
         def put(out, reduction, values):
             if reduction == "prod" and jnp.issubdtype(out.dtype, jnp.inexact):  # jax's own has no derivative
                 return autodiff.product_at(out, at, values)
+            if reduction in ("max", "min") and jnp.issubdtype(out.dtype, jnp.floating):  # torch's derivative
+                return autodiff.extremum_at(out, at, values, _AT[reduction], base is not None)
             op = _BOOL_AT.get(reduction, _AT[reduction]) if values.dtype == jnp.bool_ else _AT[reduction]
             return getattr(out.at[at], op)(values, mode="drop")
 

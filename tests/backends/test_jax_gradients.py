@@ -108,3 +108,74 @@ def test_prod_of_an_empty_source_has_its_empty_gradient(lowering: str, extra: st
             by_into = jax.grad(lambda b: call(jnp, jnp.asarray(src), b).sum())(jnp.asarray(into))
             np.testing.assert_array_equal(np.asarray(by_into), b.grad.numpy())
             np.testing.assert_array_equal(np.asarray(by_into), np.ones((3, c)))
+
+
+_NAN, _INF = float("nan"), float("inf")
+# Places 0 to 2 of 4 (place 3 receives nothing): a NaN among others, a place of only -inf (max's own
+# start) or +inf (min's), an inf that wins.
+_NONFINITE_DST = [0, 0, 1, 1, 2, 2]
+_NONFINITE_SRC = [[1.5, _NAN], [0.5, 3.0], [-_INF, _INF], [-_INF, 2.0], [_INF, -_INF], [2.0, -_INF]]
+_NONFINITE_INTO = [[0.5, -1.0], [-_INF, _INF], [0.0, _NAN], [_NAN, 3.0]]
+
+
+@pytest.mark.parametrize("lowering", ["along", "rows"])
+@pytest.mark.parametrize("extra", ["plain", "into", "fill"])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_max_and_min_derivatives_through_nan_and_inf_are_torchs(lowering: str, extra: str, reduction: str) -> None:
+    """Through NaN and inf, jax's derivatives of max and min equal torch's, reverse mode and forward mode:
+    the sources equal to a place's result share its derivative (1/k each; into= counts as one more where
+    it ties), and a NaN result's derivative is NaN (jax's own scatter max gives 0 there, which hides it)."""
+    import contextlib
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+    from _planner import rows_lowering_always
+
+    import rearr
+
+    src, into = np.asarray(_NONFINITE_SRC, np.float32), np.asarray(_NONFINITE_INTO, np.float32)
+
+    def call(lib, s, b):
+        kw = {"into": b} if extra == "into" else {"v": 4, **({"fill": -5.0} if extra == "fill" else {})}
+        return rearr.scatter(s, "e c -> v[dst: e] c", reduction, dst=lib.asarray(_NONFINITE_DST), **kw)
+
+    argnums = (0, 1) if extra == "into" else (0,)
+    with rows_lowering_always() if lowering == "rows" else contextlib.nullcontext():
+        args_j, args_t = (jnp.asarray(src), jnp.asarray(into)), (torch.tensor(src), torch.tensor(into))
+        for jax_mode, torch_mode in ((jax.jacrev, torch.func.jacrev), (jax.jacfwd, torch.func.jacfwd)):
+            got = jax_mode(lambda s, b: call(jnp, s, b), argnums=argnums)(*args_j)
+            want = torch_mode(lambda s, b: call(torch, s, b), argnums=argnums)(*args_t)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), w.numpy(), equal_nan=True)
+        # the derivative of the NaN result (out[0, 1] = max(NaN, 3.0)) is NaN for each source there
+        nan_place = jax.grad(lambda s: call(jnp, s, jnp.asarray(into))[0, 1])(jnp.asarray(src))
+        assert np.isnan(np.asarray(nan_place)[:2, 1]).all()
+
+
+def test_prod_derivatives_through_inf_and_nan_are_the_product_of_the_others_on_jax_and_nan_on_torch():
+    """The one documented difference (docs/language.md, "Through NaN and inf"): at a place holding an inf
+    or a NaN, jax's derivative by a source is the product of the others there; torch's backward divides
+    the result by the source, NaN by an inf or a NaN one, in every output's derivative. Finite places agree."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    import rearr
+
+    src, dst = np.array([float("inf"), 2.0, float("nan"), 3.0, 1.5, 0.5]), [0, 0, 1, 1, 2, 2]
+
+    def call(lib, s):
+        return rearr.scatter(s, "e -> v[dst: e]", "prod", dst=lib.asarray(dst), v=3)
+
+    got = np.asarray(jax.jacrev(lambda s: call(jnp, s))(jnp.asarray(src)))
+    want = torch.autograd.functional.jacobian(lambda s: call(torch, s), torch.tensor(src)).numpy()
+    np.testing.assert_array_equal(got[0, :2], [2.0, float("inf")])  # d(inf * 2.0): 2.0 and inf
+    np.testing.assert_array_equal(got[1, 2:4], [3.0, float("nan")])  # d(NaN * 3.0): 3.0 and NaN
+    np.testing.assert_array_equal(want[0, :2], [float("nan"), float("inf")])  # torch: inf / inf, inf / 2.0
+    assert np.isnan(want[1, 2:4]).all() and np.isnan(want[:, 0]).all()  # and in every output's derivative
+    np.testing.assert_array_equal(got[2, 4:], want[2, 4:])  # a finite place: the same, 0.5 and 1.5
+    np.testing.assert_array_equal(got[2, 4:], [0.5, 1.5])
+    assert (got[1:, 0] == 0).all()  # jax: an inf gives nothing to the outputs that do not hold it
