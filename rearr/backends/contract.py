@@ -63,6 +63,15 @@ class IndexEnv:
         self.checks = checks  # the call's check_bounds= (rules.arguments.CHECK_BOUNDS): how 'set' checks duplicates
 
 
+class BareIndexEnv(IndexEnv):
+    """An IndexEnv whose maker sets the five fields itself: object's __init__, in C, makes it without
+    the Python frame of IndexEnv's, which a tiny indexed call would feel (rearr.run.indexed's direct
+    programs make one per call; benchmarks/README.md)."""
+
+    __slots__ = ()
+    __init__ = object.__init__
+
+
 class Backend(abc.ABC):
     """Every hook of a backend: the abstract methods are required, the others have their defaults here."""
 

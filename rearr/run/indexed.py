@@ -9,7 +9,7 @@ from typing import Any
 
 from ..backends import backend_for
 from ..backends._common import one_dtype, refused_index
-from ..backends.contract import IndexEnv
+from ..backends.contract import BareIndexEnv, IndexEnv
 from ..errors import RearrError
 from ..planning import planner
 from ..planning.lengths import known_shape
@@ -193,7 +193,8 @@ def direct_program(
                     indices[use.name] = check_index(indices[use.name], use, pattern)
             except Exception:  # a bad value: the careful path names it (nothing has run yet)
                 return careful
-        env = IndexEnv(pattern, indices, 0, None)  # check_bounds=True
+        env = BareIndexEnv()  # IndexEnv(pattern, indices, 0, None, True)
+        env.text, env.indices, env.fill, env.into, env.checks = pattern, indices, 0, None, True
         try:
             return unchecked(x, env)
         except Exception:

@@ -320,3 +320,34 @@ def test_explaining_first_then_running_binds_the_framework():
             "assert rearr.rearrange(np.ones((2, 3)), 'a b -> b a').shape == (3, 2)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_direct_path_gives_its_steps_the_index_env_the_careful_path_gives():
+    """The direct program makes a BareIndexEnv (no __init__ frame): an IndexEnv with the five fields of
+    check_bounds=True, fill 0 and no into=, as the careful path's."""
+    seen = []
+    x, idx = torch.arange(16.0).reshape(2, 8), torch.tensor([[1, 7, 0], [3, 3, 5]])
+    pattern = "b n[idx] -> b k"
+    rearr.rearrange(x, pattern, idx=idx)  # the careful path: the direct program is kept
+    key = rearr.run.cache.direct_key("rearrange", x, pattern, None, True, {"idx": idx})
+    program = rearr.run.cache.DIRECT[key]
+    env_class = contract.BareIndexEnv
+    assert "__new__" not in vars(env_class)
+    with pytest.raises(TypeError):
+        env_class(pattern, {})  # made empty, its fields set by its maker
+    original = env_class.__new__
+
+    def recording(cls):
+        env = original(cls)
+        seen.append(env)
+        return env
+
+    env_class.__new__ = recording
+    try:
+        out = program(x, {"idx": idx})
+    finally:
+        del env_class.__new__  # object's again (the class defines none)
+    assert torch.equal(out, torch.gather(x, 1, idx))
+    (env,) = seen
+    assert isinstance(env, contract.IndexEnv) and not hasattr(env, "__dict__")
+    assert (env.text, env.indices, env.fill, env.into, env.checks) == (pattern, {"idx": idx}, 0, None, True)
