@@ -74,6 +74,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @on_test_device
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_op_compiles_without_a_graph_break(name):
@@ -444,6 +445,7 @@ print("ok")
     assert run.stdout.split()[-1] == "ok"
 
 
+@pytest.mark.slow
 def test_dynamic_shapes_through_list_input_pack_parse_shape_and_two_indices():
     cases = [
         (lambda x, y: rearr.rearrange([x, y], "s b c -> b (s c)"), lambda n: (torch.randn(n, 3), torch.randn(n, 3))),

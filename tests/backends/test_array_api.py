@@ -137,6 +137,7 @@ X = np.arange(3 * 5 * 4, dtype=np.float32).reshape(3, 5, 4)
     ("b[y: p] n[x: p] c -> p c", {"y": np.array([0, 2, 1, 2]), "x": np.array([4, 0, -1, 3])}, "TakeRows"),
     ("b n[y: p] c[x: p] -> p b", {"y": np.array([0, 2, 1]), "x": np.array([3, 0, -1])}, "AdvancedIndex"),
 ])
+@pytest.mark.slow
 def test_gather(lib: str, pattern: str, index: dict, kind: str) -> None:
     assert kind in step_kinds("rearrange", pattern, X.shape, **index)
     want = rearr.rearrange(X, pattern, **index)

@@ -83,6 +83,7 @@ def dask_indices(indices, k=3):
     return {name: chunked(v, k) for name, v in indices.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]} {c[1]}")
 @pytest.mark.parametrize("kind", ["numpy", "dask"])
@@ -163,6 +164,7 @@ def test_nan_propagates_under_max_and_min():
              want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", ["2KiB", "4KiB"])
 @pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
 def test_an_output_chunked_along_the_written_axis(chunk_size, reduction):
@@ -213,6 +215,7 @@ def test_small_runs_of_ufunc_at(monkeypatch):
         monkeypatch.undo()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["numpy", "dask"])
 def test_message_passing(kind):
     """Gather from src, scatter into dst: the small lowering (GatherAlong, ScatterAlong) and the large one
@@ -229,6 +232,7 @@ def test_message_passing(kind):
             same(lazy(rearr.scatter, chunked(x), "v[src: e] c -> v[dst: e] c", reduction, src=s, dst=d), want)
 
 
+@pytest.mark.slow
 def test_an_index_chunked_unlike_its_source_is_rechunked_to_the_sources_blocks():
     """The index and the source need not share chunks: the index is rechunked to the source's blocks
     (a rechunk of the index only; the source keeps its blocks), the values are numpy's."""

@@ -90,6 +90,7 @@ def test_gather(jit: bool) -> None:
     same(f(jnp.asarray(X), jnp.asarray(IDX)), gather(X, IDX.astype(np.intp)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit", [False, True])
 @pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
 def test_scatter(jit: bool, reduction: str) -> None:
@@ -98,6 +99,7 @@ def test_scatter(jit: bool, reduction: str) -> None:
     same(f(jnp.asarray(SRC), jnp.asarray(idx), reduction), scatter(SRC, idx.astype(np.intp), reduction))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reduction", [*REDUCTIONS, "set"])
 def test_scatter_with_fill_and_into(reduction: str) -> None:
     idx = UNIQUE if reduction == "set" else IDX
@@ -424,6 +426,7 @@ def _fails_as_eager(f, *args) -> None:
     assert want in str(e.value), (want, str(e.value)[:500])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", [4, -5, 9])
 def test_a_0d_traced_index_is_checked(value: int) -> None:
     """A 0-d index reaches the check's callback as one value, at position (), under jit, vmap and
@@ -448,6 +451,7 @@ def test_a_0d_traced_index_is_checked(value: int) -> None:
         jax.block_until_ready(jax.jit(lambda ii: jax.lax.scan(step, 0.0, ii))(jnp.array([1, value])))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", [2**32 - 1, 2**31])
 def test_a_traced_unsigned_index_is_refused_before_its_cast_wraps(value: int) -> None:
     """uint32 becomes int32 (jax without x64): under a trace the value is checked before the cast, and
@@ -485,6 +489,7 @@ DROPPED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", DROPPED)
 def test_a_check_that_no_result_reads_still_fails_the_call(case: str) -> None:
     """The eager RearrError fails the jitted call too (under vmap as well); a good index still runs,

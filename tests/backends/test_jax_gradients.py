@@ -69,6 +69,7 @@ def test_into_and_a_traced_source_meet() -> None:
     np.testing.assert_allclose(np.asarray(by_into), [2.0, 1.0, 12.0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lowering", ["along", "rows"])
 @pytest.mark.parametrize("extra", ["plain", "into", "fill"])
 @pytest.mark.parametrize("shape", [(0, 2), (3, 0)])
@@ -118,6 +119,7 @@ _NONFINITE_SRC = [[1.5, _NAN], [0.5, 3.0], [-_INF, _INF], [-_INF, 2.0], [_INF, -
 _NONFINITE_INTO = [[0.5, -1.0], [-_INF, _INF], [0.0, _NAN], [_NAN, 3.0]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lowering", ["along", "rows"])
 @pytest.mark.parametrize("extra", ["plain", "into", "fill"])
 @pytest.mark.parametrize("reduction", ["max", "min"])

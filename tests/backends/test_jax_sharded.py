@@ -100,6 +100,7 @@ def check_all(cases: list[str], timeout: float, docs: str | None = None) -> dict
     return reports
 
 
+@pytest.mark.slow
 def test_the_issue_contexts_check_a_bad_index_on_every_device(tmp_path: Path) -> None:
     """jit over a mesh, jit(in_shardings=) with host arrays, shard_map and pmap, each with a collective
     after the op: before, a bad value on one device raised there while the others waited in an all-reduce

@@ -475,6 +475,7 @@ def _graph_ops(f, args) -> list[str]:
     return ops
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("_fresh_dynamo")
 @pytest.mark.parametrize("name", sorted(COMPILED))
 def test_the_device_side_checks_compile_to_plain_ops_without_a_graph_break(name):

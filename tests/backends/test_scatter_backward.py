@@ -78,6 +78,7 @@ def _call(pattern: str, reduction: str, fill: float, with_into: bool):
             lambda s: _hand(s, idx, reduction, fill))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", [ROWS, ALONG])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("fill, with_into", CALLS)

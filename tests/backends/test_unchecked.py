@@ -65,6 +65,7 @@ def _call_or_refusal(back, f, *args, **kwargs):
         return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES.values(), ids=SIZES)
 @pytest.mark.parametrize("lib", ["numpy", "torch", "jax", "dask", "array_api_strict"])
 def test_an_unchecked_gather_is_the_checked_one_but_where_it_reads_a_bad_value(lib, size, lowering):
@@ -90,6 +91,7 @@ def test_an_unchecked_gather_is_the_checked_one_but_where_it_reads_a_bad_value(l
         np.testing.assert_array_equal(got[good], want[good], err_msg=f"value {value}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("size", SIZES.values(), ids=SIZES)
 @pytest.mark.parametrize("lib", ["numpy", "torch", "jax"])

@@ -145,6 +145,7 @@ def _run_doctest(block: Block, namespace: dict) -> int:
     return len(test.examples)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[str(p.relative_to(ROOT)) for p in RUN_PAGES])
 def test_every_python_block_runs_as_pasted(page: Path):
     missing = _missing_frameworks(page)

@@ -113,6 +113,7 @@ def _quoted_strings(paths) -> set[str]:
     return {a or b or c for path in paths for a, b, c in quoted.findall(path.read_text(encoding="utf-8"))}
 
 
+@pytest.mark.slow
 def test_every_string_literal_of_the_repository():
     texts = set().union(*(_python_strings(folder) for folder in ("tests", "examples", "benchmarks", "rearr")))
     texts |= _quoted_strings([*(REPO / "docs").rglob("*.md"), REPO / "README.md"])

@@ -96,6 +96,7 @@ def test_corpus_is_real_and_distinct():
     assert len({e["pattern"] for e in ENTRIES}) >= 300
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_corpus_agrees_with_einops(backend):
     counts = run_corpus(backend)

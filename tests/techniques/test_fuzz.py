@@ -202,6 +202,7 @@ def test_pattern_analysis_grows_linearly(name, op):
     assert work[1] <= 2.3 * work[0], (name, op, work)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MANY_PATTERNS))
 def test_huge_patterns_parse_promptly(name):
     pattern = MANY_PATTERNS[name]

@@ -508,6 +508,7 @@ def test_main_returns_the_exit_code_of_bad_usage(capsys):
     (["--shape", "2,5", "--op", "pack"], "argument --op: invalid choice: 'pack'"),
     ([], "the following arguments are required: --shape"),
 ])
+@pytest.mark.slow
 def test_explain_argument_errors(args, message):
     proc = run("explain", "b c -> c b", *args)
     assert proc.returncode == 2 and proc.stdout == ""

@@ -36,6 +36,7 @@ def found(proc) -> list[tuple[str, str]]:
     '[tool."\\u0072earr".check]\nignore = ["RA200"]\n',  # a TOML escape spells the same key
     '[tool.rearr.check]\nignore = [\n  "RA200",  # a comment\n]\n',
 ])
+@pytest.mark.slow
 def test_every_toml_spelling_of_the_table_is_read(tmp_path, pyproject):
     write(tmp_path, {"pyproject.toml": pyproject, "a.py": BAD + AVG.split("\n", 1)[1]})
     proc = run("check", "-q", ".", cwd=tmp_path)
@@ -62,6 +63,7 @@ def test_every_toml_spelling_of_the_table_is_read(tmp_path, pyproject):
     (b'[tool.rearr.check]\n# caf\xe9\n', ["pyproject.toml: not UTF-8"]),
     ('[tool.rearr.check]\nignore = ["\\u001b[31mRA9"]\n', ["unknown code or prefix '\\x1b[31mRA9'"]),
 ])
+@pytest.mark.slow
 def test_a_config_that_cannot_be_used_is_exit_2_with_one_line(tmp_path, pyproject, needles):
     write(tmp_path, {"pyproject.toml": pyproject, "a.py": BAD})
     proc = run("check", ".", cwd=tmp_path)
@@ -190,6 +192,7 @@ def test_a_command_line_ignore_adds_to_the_configs(tmp_path):
     (["--stdin-filename", "x.py", "."], ["pass - as the path"]),
     (["--statistics", "--output-format", "sarif"], ["--statistics prints text or json"]),
 ])
+@pytest.mark.slow
 def test_malformed_command_line_settings_are_exit_2_with_one_line(tmp_path, args, needles):
     write(tmp_path, {"m.py": BAD})
     one_line_error(run("check", *args, cwd=tmp_path), *needles)
@@ -287,6 +290,7 @@ def test_a_link_to_a_file_outside_the_work_tree_is_skipped_in_a_walk(tmp_path):
 RAW = [chr(c) for c in [*range(32), *range(127, 160)] if chr(c) != "\n"] + ["\u202e", "\u2028", "\u2029", "\ufeff"]
 
 
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif", "gitlab"])
 def test_no_output_format_writes_a_raw_control_character(tmp_path, fmt):

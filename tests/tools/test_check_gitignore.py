@@ -175,6 +175,7 @@ def test_ignored_paths_match_git_check_ignore_under_core_ignorecase(tmp_path, se
     assert_ignored_as_git_says(root)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [*range(40, 60), "ignorecase-1", "ignorecase-2", "ignorecase-3"])
 def test_the_walk_finds_the_files_git_lists(tmp_path, seed):
     rng, root = new_tree(tmp_path, seed)

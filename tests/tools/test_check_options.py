@@ -52,6 +52,7 @@ def doc_steps() -> list[tuple[str, str, str]]:
     return steps
 
 
+@pytest.mark.slow
 def test_the_docs_options_examples_run_as_written(tmp_path):
     """Each `$ rearr check ...` line (split as a shell would; `< FILE` feeds FILE to stdin) prints what is under it."""
     steps = doc_steps()
@@ -360,6 +361,7 @@ def test_sarif(tmp_path):
     assert location["physicalLocation"]["artifactLocation"] == {"uri": (tmp_path / "my model.py").as_uri()}
 
 
+@pytest.mark.slow
 def test_sarif_uris_are_relative_to_the_work_tree_whatever_the_current_folder(tmp_path):
     write(tmp_path, {"src/pkg/my model.py": BAD})
     git_repository(tmp_path)

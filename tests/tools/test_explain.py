@@ -171,6 +171,7 @@ def _refused(library: str, case) -> bool:
     return case[0] == "scatter" and LIBRARIES[library] == "array_api"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("library", LIBRARIES)
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_printed_code_gives_rearrs_result(case, library):
@@ -217,6 +218,7 @@ EINSUM_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("library", ["torch", "numpy", "dask", "jax"])
 @pytest.mark.parametrize("pattern, shapes, lengths", EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
 def test_printed_einsum_code_gives_rearrs_result(pattern, shapes, lengths, library):
@@ -716,6 +718,7 @@ def test_cli_explain_scatter_with_an_index_shape():
     assert "torch.gather(x, 1, idx)" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_examples_in_docs_are_real_runs():
     with open(os.path.join(ROOT, "docs", "explain.md"), encoding="utf-8") as f:
         blocks = re.findall(r"```console\n\$ rearr explain (.*?)\n(.*?)```", f.read(), re.S)

@@ -344,6 +344,7 @@ def _dims_sizes(e, side: str) -> list[list[int]]:
     return [[named[a] for a in d] for d in (e.plan.in_dims if side == "in" else e.plan.out_dims)]
 
 
+@pytest.mark.slow
 @given(_elided_cases())
 def test_random_elided_pictures_keep_every_seam_and_agree_with_the_reference(case):
     pattern, shape, keywords = case
@@ -631,6 +632,7 @@ def test_png_reader_reads_what_zlib_and_struct_write():
     assert _read_png(png) == (2, 2, pixels)
 
 
+@pytest.mark.slow
 def test_the_picture_renders_in_headless_chromium(tmp_path):
     browser = _browser()
     if browser is None:
