@@ -143,16 +143,21 @@ def _ok_or_error(value: object, pattern: str) -> None:
         assert_good_error(value, pattern, need_col=False)
 
 
+def _patterns_of(n: int) -> dict[str, str]:
+    """Patterns of n axes (n / 10 indexed ones), each in one shape that a long pattern can take."""
+    names = [f"a{i}" for i in range(n)]
+    return {
+        "many axes": f"{' '.join(names)} -> {' '.join(reversed(names))}",
+        "many axes in a group": f"({' '.join(names)}) -> {' '.join(names)}",
+        "many axes reduced": f"{' '.join(names)} -> a0",
+        "many unit axes": " ".join(["1"] * n) + " -> " + " ".join(["()"] * n),
+        "many indexed axes": " ".join(f"a{i}[i{i}]" for i in range(n // 10)) + " -> ",
+        "many operands": ", ".join(names) + " -> a0",
+    }
+
+
 N_AXES = 10_000
-MANY = " ".join(f"a{i}" for i in range(N_AXES))
-MANY_PATTERNS = {
-    "many axes": f"{MANY} -> {' '.join(reversed(MANY.split()))}",
-    "many axes in a group": f"({MANY}) -> {MANY}",
-    "many axes reduced": f"{MANY} -> a0",
-    "many unit axes": " ".join(["1"] * N_AXES) + " -> " + " ".join(["()"] * N_AXES),
-    "many indexed axes": " ".join(f"a{i}[i{i}]" for i in range(1000)) + " -> ",
-    "many operands": ", ".join(f"a{i}" for i in range(N_AXES)) + " -> a0",
-}
+MANY_PATTERNS = _patterns_of(N_AXES)
 NESTED = {
     "nested parentheses": "(" * 1000 + "a" + ")" * 1000 + " -> a",
     "unclosed parentheses": "(" * 1000 + "a -> a",
@@ -162,17 +167,6 @@ NESTED = {
     "many ellipses": " ".join(["..."] * 1000) + " -> ...",
     "long name": "a" * 100_000 + " -> " + "a" * 100_000,
 }
-
-
-def _patterns_of(n: int) -> dict[str, str]:
-    names = [f"a{i}" for i in range(n)]
-    return {
-        "many axes": f"{' '.join(names)} -> {' '.join(reversed(names))}",
-        "many axes in a group": f"({' '.join(names)}) -> {' '.join(names)}",
-        "many unit axes": " ".join(["1"] * n) + " -> " + " ".join(["()"] * n),
-        "many indexed axes": " ".join(f"a{i}[i{i}]" for i in range(n // 10)) + " -> ",
-        "many operands": ", ".join(names) + " -> a0",
-    }
 
 
 def _calls(fn) -> int:
@@ -194,7 +188,7 @@ def _calls(fn) -> int:
 
 
 @pytest.mark.parametrize("op", ["rearrange", "reduce", "scatter", "einsum"])
-@pytest.mark.parametrize("name", sorted(_patterns_of(10)))
+@pytest.mark.parametrize("name", sorted(MANY_PATTERNS))
 def test_pattern_analysis_grows_linearly(name, op):
     """Twice the axes, twice the work (within 15 %): a quadratic step would give four times."""
     small, large = _patterns_of(1000)[name], _patterns_of(2000)[name]
@@ -251,7 +245,7 @@ def test_output_with_more_dimensions_than_the_backend_allows():
                 assert_good_error(value, pattern, need_col=False)
             else:
                 assert tuple(value.shape) == (1,) * 101
-    pattern = f"({MANY}) -> {MANY}"
+    pattern = MANY_PATTERNS["many axes in a group"]
     value = answered_promptly(lambda: rearr.rearrange(np.zeros(1), pattern))
     assert isinstance(value, RearrError), value
     assert_good_error(value, pattern, need_col=False)
