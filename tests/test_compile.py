@@ -393,13 +393,22 @@ ORDERS = {
 }
 
 
-@pytest.mark.parametrize("order", sorted(ORDERS))
-@pytest.mark.slow
-def test_registration_does_not_depend_on_the_order_of_imports(order):
+def _fresh_python(code: str) -> str:
+    """The last word code prints, run in a fresh interpreter on this checkout (nothing imported yet)."""
     import subprocess
     import sys
     from pathlib import Path
 
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout.split()[-1]
+
+
+@pytest.mark.parametrize("order", sorted(ORDERS))
+@pytest.mark.slow
+def test_registration_does_not_depend_on_the_order_of_imports(order):
     code = "import sys\n" + ORDERS[order] + """
 from torch._dynamo.testing import CompileCounter
 counter = CompileCounter()
@@ -411,19 +420,11 @@ for b in (2, 3, 5):
     assert torch.equal(g(x), f(x))
 print(counter.frame_count)
 """
-    root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
-                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.split()[-1] == "1"
+    assert _fresh_python(code) == "1"
 
 
 @pytest.mark.slow
 def test_a_plain_first_call_loads_no_indexing_piece_and_an_indexed_one_loads_them():
-    import subprocess
-    import sys
-    from pathlib import Path
-
     code = """import sys, torch, rearr
 ops, autograd = "rearr.backends._torch_ops", "rearr.backends._torch_autograd"
 rearr.rearrange(torch.zeros(2, 3), "a b -> b a")
@@ -438,11 +439,7 @@ assert src.grad.tolist() == [[1.0, 0.5, 0.5], [1.0, 0.5, 0.5]], src.grad  # max'
 assert autograd in sys.modules
 print("ok")
 """
-    root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
-                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.split()[-1] == "ok"
+    assert _fresh_python(code) == "ok"
 
 
 @pytest.mark.slow
