@@ -217,12 +217,14 @@ class DTensorBackend(TorchBackend):
         """The first bad value of the whole index in row-major order, and its position: each rank's first
         (in global coordinates), then the least position over the groups of the sharded mesh dims (one
         all-gather of two int64 per group). Every rank returns the same."""
+        import numpy as np  # only on a bad index
+
         torch, dist = self.torch, self.dist
         values = local.numpy(force=True)
         found = _common.first(values, (values < -n) | (values >= n))
         pos, value = _I64_MAX, 0
         if found is not None:
-            value, pos = found[0], _ravel(tuple(a + o for a, o in zip(found[1], offset)), shape)
+            value, pos = found[0], int(np.ravel_multi_index(tuple(a + o for a, o in zip(found[1], offset)), shape))
         mine = torch.tensor([pos, value], dtype=torch.int64, device=local.device)
         for group in groups:
             everyone = torch.empty(2 * dist.get_world_size(group), dtype=torch.int64, device=local.device)
@@ -230,7 +232,7 @@ class DTensorBackend(TorchBackend):
             pairs = everyone.view(-1, 2)
             mine = pairs[pairs[:, 0].argmin()]
         pos, value = mine.tolist()
-        return value, _unravel(pos, shape)
+        return value, tuple(int(p) for p in np.unravel_index(pos, shape))
 
     def _offsets(self, t: Any) -> tuple[int, ...]:
         """Where t's local shard starts in the whole index, in ints (torch's compute_local_shape_and_global_offset
@@ -432,21 +434,6 @@ def _contiguous(shape: tuple) -> tuple[int, ...]:
         strides.append(step)
         step *= max(n, 1)
     return tuple(reversed(strides))
-
-
-def _ravel(position: tuple[int, ...], shape: tuple) -> int:
-    k = 0
-    for p, n in zip(position, shape):
-        k = k * n + p
-    return k
-
-
-def _unravel(k: int, shape: tuple) -> tuple[int, ...]:
-    position = []
-    for n in reversed(shape):
-        position.append(k % n)
-        k //= n
-    return tuple(reversed(position))
 
 
 def plain_index(name: str, value: object, text: str) -> RearrError:
