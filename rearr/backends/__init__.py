@@ -73,7 +73,7 @@ def backend_for(x: object) -> Backend:
     backend = _BY_TYPE.get(type(x))
     if backend is not None:
         return backend
-    for framework, module in (*_SPECS, (None, _GENERIC)):
+    for framework, module in (*_own_framework_first(type(x)), (None, _GENERIC)):
         if framework is None or framework in sys.modules:  # never import a framework just to test a type
             candidate = _load(module)
             if candidate.accepts(x):
@@ -85,6 +85,14 @@ def backend_for(x: object) -> Backend:
         hint="pass a numpy array, a torch tensor, a dask array, an Array API array (jax, array-api-strict ...), "
         "or a list of equal-shaped ones",
     )
+
+
+def _own_framework_first(cls: type) -> list[tuple[str, str]]:
+    """_SPECS, those registered for the package that defines cls first (a torch tensor does not load the
+    numpy backend), each group in _SPECS' order. For the shipped backends this decides only which ones
+    load: none accepts a class defined in another one's framework package."""
+    package = cls.__module__.partition(".")[0]
+    return sorted(_SPECS, key=lambda spec: spec[0].partition(".")[0] != package)
 
 
 def _by_name() -> dict[str, str]:

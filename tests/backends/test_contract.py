@@ -351,3 +351,40 @@ def test_the_direct_path_gives_its_steps_the_index_env_the_careful_path_gives():
     (env,) = seen
     assert isinstance(env, contract.IndexEnv) and not hasattr(env, "__dict__")
     assert (env.text, env.indices, env.fill, env.into, env.checks) == (pattern, {"idx": idx}, 0, None, True)
+
+
+def test_a_tensor_is_offered_to_its_own_frameworks_backends_first():
+    """A torch tensor does not load the numpy backend (nor its generic array code), in a fresh process."""
+    code = ("import sys, numpy, torch, rearr; rearr.rearrange(torch.zeros(2, 3), 'a b -> b a'); "
+            "loaded = sorted(m for m in sys.modules if m.startswith('rearr.backends.')); "
+            "assert 'rearr.backends.numpy' not in loaded and 'rearr.backends._xp' not in loaded, loaded; "
+            "assert type(rearr.rearrange(numpy.zeros((2, 3)), 'a b -> b a')) is numpy.ndarray")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_backend_registered_for_a_package_answers_for_its_ndarray_subclasses(monkeypatch):
+    """The package's own backends are asked before numpy's, even about an ndarray subclass."""
+    from rearr.backends.numpy import NumpyBackend
+
+    package = types.ModuleType("rearr_tests_arrays")
+
+    class Sub(np.ndarray):
+        pass
+
+    Sub.__module__ = package.__name__
+
+    class Own(NumpyBackend):
+        def accepts(self, x: object) -> bool:
+            return isinstance(x, Sub)
+
+    module = types.ModuleType("rearr_tests_own_backend")
+    module.BACKEND = Own
+    monkeypatch.setitem(sys.modules, package.__name__, package)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(backends, "_SPECS", list(backends._SPECS))
+    monkeypatch.setattr(backends, "_LOADED", dict(backends._LOADED))
+    monkeypatch.setattr(backends, "_BY_TYPE", {})
+    backends.register(package.__name__, module.__name__)
+    assert type(backends.backend_for(np.zeros(2).view(Sub))) is Own
+    assert type(backends.backend_for(np.zeros(2))) is NumpyBackend
