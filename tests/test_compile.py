@@ -426,17 +426,18 @@ print(counter.frame_count)
 @pytest.mark.slow
 def test_a_plain_first_call_loads_no_indexing_piece_and_an_indexed_one_loads_them():
     code = """import sys, torch, rearr
-ops, autograd = "rearr.backends._torch_ops", "rearr.backends._torch_autograd"
+ops, autograd, scatters = "rearr.backends._torch_ops", "rearr.backends._torch_autograd", "rearr.backends._torch_scatter"
 rearr.rearrange(torch.zeros(2, 3), "a b -> b a")
 rearr.reduce(torch.zeros(2, 3), "a b -> a", "sum")
-assert ops not in sys.modules and autograd not in sys.modules
+assert ops not in sys.modules and autograd not in sys.modules and scatters not in sys.modules
+assert "rearr.backends.numpy" not in sys.modules  # a torch tensor is offered to torch's backends first
 x = torch.arange(6.0).reshape(2, 3)
 assert rearr.rearrange(x, "a n[idx] -> a", idx=torch.tensor([2, 0])).tolist() == [2.0, 3.0]
 assert ops in sys.modules  # the gather's check
 src = torch.ones(2, 3, requires_grad=True)
 rearr.scatter(src, "r c -> r m[idx: c]", "max", idx=torch.tensor([0, 1, 1]), m=2).sum().backward()
 assert src.grad.tolist() == [[1.0, 0.5, 0.5], [1.0, 0.5, 0.5]], src.grad  # max's autograd function: ties share
-assert autograd in sys.modules
+assert autograd in sys.modules and scatters in sys.modules
 print("ok")
 """
     assert _fresh_python(code) == "ok"
@@ -604,3 +605,25 @@ def test_a_symbolic_float_length_is_refused_as_a_float_is():
         f(torch.zeros(2, 4))
     with pytest.raises(Exception, match="RA305"):  # dynamo wraps rearr's error in its own
         torch.compile(f, backend="eager", dynamic=True, fullgraph=True)(torch.zeros(2, 4))
+
+
+@pytest.mark.slow
+def test_a_first_scatter_inside_torch_compile_loads_its_pieces_and_compiles_one_frame():
+    """The scatters' decision tree and the checks are imported on the first indexed call: here that call
+    is being compiled (fullgraph), in a fresh interpreter."""
+    code = """import torch, rearr
+from torch._dynamo.testing import CompileCounter
+counter = CompileCounter()
+f = lambda x, i: rearr.scatter(x, "k c -> n[idx: k] c", "sum", idx=i, n=4)
+g = torch.compile(f, backend=counter, fullgraph=True)
+x, i = torch.randn(3, 2), torch.tensor([0, 3, 3])
+assert torch.equal(g(x, i), f(x, i))
+try:
+    g(x, torch.tensor([0, 4, 1]))
+except rearr.RearrError as e:
+    assert e.code == "RA501", e
+else:
+    raise AssertionError("no RA501")
+print(counter.frame_count)
+"""
+    assert _fresh_python(code) == "1"

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import RearrError
 from ..planning.plan import IndexTerm, IndexUse, ScatterAlong, ScatterRows
-from . import _common, _torch_scatter
+from . import _common
 from .contract import IndexEnv, native_calls
 from .torch import TorchBackend
 
@@ -331,10 +331,10 @@ class DTensorBackend(TorchBackend):
         return arange
 
     def scatterrows(self, step: ScatterRows) -> Any:
-        return self._scatter(step, _torch_scatter.Rows(self, step), True)
+        return self._scatter(step, self.scatters.Rows(self, step), True)
 
     def scatteralong(self, step: ScatterAlong) -> Any:
-        return self._scatter(step, _torch_scatter.Along(self, step), False)
+        return self._scatter(step, self.scatters.Along(self, step), False)
 
     def _scatter(self, step: ScatterRows | ScatterAlong, g: Any, rows: bool) -> Any:
         """The scatter tree on DTensors, every write out of place."""

@@ -7,6 +7,7 @@ template is written next to the factory whose calls it prints.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..planning.plan import (
     ScatterRows,
     TakeRows,
 )
-from . import _code, _common, _xp
+from . import _code, _common
 from ._code import CodeNames, args, tup
 from .contract import Backend, IndexEnv, native_calls
 
@@ -338,6 +339,13 @@ class NumpyBackend(Backend):
 
     # --- scatters: one ufunc.at over element positions, around rearr.backends._xp.combine ---------------
 
+    @functools.cached_property
+    def xp(self) -> Any:
+        """The generic array code that the scatters share with dask (_xp), imported on the first scatter."""
+        from . import _xp
+
+        return _xp
+
     def scatterrows(self, step: ScatterRows) -> Any:
         reduction, rows, terms = step.reduction, step.rows, step.terms
         into_calls = native_calls(step.into, self)
@@ -372,7 +380,7 @@ class NumpyBackend(Backend):
             return out
 
         # (a copy in C order: into= is never modified, and out.reshape(-1) above must be a view of it)
-        return _xp.combine(np, reduction, x, base, env.fill, (rows, width), accumulator(np, x.dtype), put,
+        return self.xp.combine(np, reduction, x, base, env.fill, (rows, width), accumulator(np, x.dtype), put,
                            lambda: self._counts(flat, rows)[:, None], lambda b, dtype: b.astype(dtype, order="C"))
 
     def _counts(self, flat: Any, rows: int) -> Any:

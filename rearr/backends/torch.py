@@ -29,7 +29,7 @@ from ..planning.plan import (
     ScatterRows,
     TakeRows,
 )
-from . import _code, _common, _torch_scatter
+from . import _code, _common
 from ._code import CodeNames, args, tup
 from .contract import Backend
 
@@ -86,6 +86,13 @@ class TorchBackend(Backend):
         from . import _torch_autograd
 
         return _torch_autograd
+
+    @functools.cached_property
+    def scatters(self) -> Any:
+        """The one decision tree of the scatters (_torch_scatter)."""
+        from . import _torch_scatter
+
+        return _torch_scatter
 
     # --- arrays and dtypes ----------------------------------------------------------------------------
 
@@ -453,7 +460,7 @@ class TorchBackend(Backend):
     # --- scatters: one decision tree, of rows or along an axis (rearr/backends/_torch_scatter.py) ----------
 
     def scatterrows(self, step: ScatterRows) -> Any:
-        return _torch_scatter.scatter(self, step, _torch_scatter.Rows(self, step))
+        return self.scatters.scatter(self, step, self.scatters.Rows(self, step))
 
     @staticmethod
     def code_scatterrows(step: ScatterRows, before, n: CodeNames) -> list[str]:
@@ -471,7 +478,7 @@ class TorchBackend(Backend):
                                   str(before.shape[0]), "[:, None]", f"index_fill_(0, {flat}, True)")
 
     def scatteralong(self, step: ScatterAlong) -> Any:
-        return _torch_scatter.scatter(self, step, _torch_scatter.Along(self, step))
+        return self.scatters.scatter(self, step, self.scatters.Along(self, step))
 
     @staticmethod
     def code_scatteralong(step: ScatterAlong, before, n: CodeNames) -> list[str]:
