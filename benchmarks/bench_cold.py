@@ -1,7 +1,7 @@
 """Cold start: rearr against einops in fresh processes, and a new pattern in a warm process.
 
     python benchmarks/bench_cold.py [--rounds N] [--patterns N] [--rev REV ...] [--clock cpu|wall]
-                                    [--stages] [--profile] [--importtime] [--profile-runs N]
+                                    [--stages] [--gc] [--profile] [--importtime] [--profile-runs N]
 
 Every figure comes from a child interpreter (cwd: a neutral folder), started for one candidate at a
 time; a round starts one child per candidate and setting, the candidates in alternating order (forward
@@ -27,6 +27,10 @@ before the clock starts, or numpy and torch loaded (one thread).
 Goals (issue 30): import + first call <= 2x einops on both settings; the first call <= 5 ms with torch
 loaded; a new pattern <= 0.3 ms on both. They print next to the figures; the exit status is 0.
 
+--gc: the objects that the garbage collector tracks which each candidate's import + first call
+leaves (gc off), against how many a program may allocate in the setting before the first
+collection of generation 1 or 2, and what that collection takes (it sweeps the objects the
+setting's own imports left young: whoever allocates past the count pays it).
 --stages: rearr's import + first call in stages, each loading one layer and doing its part (import
 rearr; syntax: load, parse; rules: load, analyze; planning: load; the backend and run/program: load;
 the call: plan, compile, run), gc off, for this checkout and each --rev.
@@ -132,6 +136,31 @@ print(json.dumps([b - a for a, b in zip(t, t[1:])]))
 """
 STAGE_NAMES = ("import rearr", "syntax: load, parse", "rules: load, analyze", "planning: load",
                "backend and run/program: load", "the call: plan, compile, run")
+# --gc: how many objects the garbage collector tracks that import + first call leaves (gc off), and,
+# apart, how many the setting lets a program allocate before its first collection of generation 1 or
+# 2, and what that collection takes: the objects that the setting's own imports left young are in it.
+GC_ALLOCATED = """import sys, gc, json
+sys.path.insert(0, {root!r})
+{setting}gc.disable()
+before = gc.get_count()[0]
+import {lib}
+{lib}.rearrange(x, {pattern!r})
+print(json.dumps(gc.get_count()[0] - before))
+"""
+GC_PENDING = """import gc, json, time
+{setting}found = []
+started = [0.0]
+def watch(phase, info):
+    if phase == "start":
+        started[0] = time.thread_time()
+    elif info["generation"] >= 1 and not found:
+        found.append((len(kept), info["generation"], time.thread_time() - started[0]))
+kept = []
+gc.callbacks.append(watch)
+while not found:
+    kept.append([])  # one tracked object each
+print(json.dumps(found[0]))
+"""
 GOALS = {("import + first call", "numpy"): "<= 2x einops", ("import + first call", "torch"): "<= 2x einops",
          ("first call", "torch"): "rearr <= 5 ms", ("new pattern", "numpy"): "rearr <= 0.3 ms",
          ("new pattern", "torch"): "rearr <= 0.3 ms"}
@@ -243,6 +272,26 @@ def stages(candidates: dict[str, Path | None], runs: int, clock: str) -> None:
         print(f"{stage:32}" + "".join(cells))
 
 
+def collector(candidates: dict[str, Path | None], runs: int) -> None:
+    """--gc: the tracked objects each candidate's import + first call leaves, against how many the
+    setting allows before its first collection of generation >= 1, and that collection's time."""
+    print(f"\nthe garbage collector (median of {runs} children each):")
+    print(f"{'setting':8} {'allocations before a gen >= 1 collection':>42} {'its time':>10}" +
+          "".join(f" {n + ': allocated':>22}" for n in candidates))
+    for setting, prelude in SETTINGS.items():
+        pending = [json.loads(child(GC_PENDING.format(setting=prelude)).stdout) for _ in range(runs)]
+        allocated = []
+        for name, root in candidates.items():
+            code = GC_ALLOCATED.format(root=str(root or tempfile.gettempdir()), setting=prelude, pattern=PATTERN,
+                                       lib="einops" if root is None else "rearr")
+            allocated.append(statistics.median(json.loads(child(code).stdout) for _ in range(runs)))
+        count = statistics.median(p[0] for p in pending)
+        gens = sorted({p[1] for p in pending})
+        seconds = statistics.median(p[2] for p in pending)
+        print(f"{setting:8} {count:>30,.0f} (gen {'/'.join(map(str, gens))}) {seconds * 1e3:8.3f}ms" +
+              "".join(f" {a:>22,.0f}" for a in allocated))
+
+
 def importtime(root: Path, runs: int) -> None:
     """The modules that import + first call load, from `python -X importtime` (own time, microseconds)."""
     for setting, prelude in SETTINGS.items():
@@ -271,6 +320,8 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile of rearr, grouped by layer")
     parser.add_argument("--importtime", action="store_true", help="python -X importtime of rearr's first call")
     parser.add_argument("--stages", action="store_true", help="import + first call of each rearr in stages")
+    parser.add_argument("--gc", action="store_true",
+                        help="objects tracked by import + first call, against the setting's first collection")
     parser.add_argument("--profile-runs", type=int, default=5,
                         help="children per --stages / --profile / --importtime figure")
     args = parser.parse_args()
@@ -285,11 +336,14 @@ def main() -> int:
 
     print(f"{_harness.tree_state()}; einops {einops.__version__}, numpy {numpy.__version__}, torch "
           f"{torch.__version__}; {_harness.machine_state()}")
-    print(f"clock: {_harness.CLOCK_LINES[args.clock]} of each child; median of {args.rounds} fresh processes "
-          f"per figure; new pattern: median of {args.patterns} patterns in each")
-    report(measure(candidates, args.rounds, args.patterns, args.clock), list(candidates))
+    if args.rounds:  # --rounds 0: only the sections asked for
+        print(f"clock: {_harness.CLOCK_LINES[args.clock]} of each child; median of {args.rounds} fresh processes "
+              f"per figure; new pattern: median of {args.patterns} patterns in each")
+        report(measure(candidates, args.rounds, args.patterns, args.clock), list(candidates))
     if args.stages:
         stages(candidates, args.profile_runs, args.clock)
+    if args.gc:
+        collector(candidates, args.profile_runs)
     if args.profile:
         profile(_harness.ROOT, args.patterns, args.profile_runs)
     if args.importtime:
