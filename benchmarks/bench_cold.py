@@ -281,7 +281,7 @@ def collector(candidates: dict[str, Path | None], runs: int) -> None:
     for setting, prelude in SETTINGS.items():
         pending = [json.loads(child(GC_PENDING.format(setting=prelude)).stdout) for _ in range(runs)]
         allocated = []
-        for name, root in candidates.items():
+        for root in candidates.values():
             code = GC_ALLOCATED.format(root=str(root or tempfile.gettempdir()), setting=prelude, pattern=PATTERN,
                                        lib="einops" if root is None else "rearr")
             allocated.append(statistics.median(json.loads(child(code).stdout) for _ in range(runs)))
