@@ -4,8 +4,9 @@ rearrange, reduce and repeat first look the call up in the table of calls withou
 (rearr.run.cache.unindexed), and rearrange a gather in the direct table (cache.DIRECT): a call seen before
 runs its program from there. Anything else goes on to the careful path, rearr.run.call.transform,
 with the keys of those look-ups, under which it keeps the program it makes. The unindexed key is built
-here, as rearr.run.cache.unindexed_key builds it, rather than by calling it: a Python frame is a part of
-a tiny call that bench_ab.py measures.
+here, as rearr.run.cache.unindexed_key builds it, rather than by calling it, and so is rearrange's direct
+key (rearr.run.cache.direct_key's): a Python frame is a part of a tiny call that bench_ab.py and
+count_tiny_gather.py measure.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, overload
 from . import run as _run
 from .run import cache as _cache
 from .run.cache import CAREFUL as _CAREFUL
-from .run.cache import direct_key as _direct_key
+from .run.cache import SHAPE as _SHAPE
 from .run.call import asnumpy as _asnumpy
 from .run.call import check_bounds_mode as _check_bounds_mode
 from .run.call import einsum as _einsum
@@ -54,7 +55,8 @@ def rearrange(
         key = run = None
         items = ()
         if axes_lengths:
-            for value in axes_lengths.values():
+            values = axes_lengths.values()
+            for value in values:
                 if value.__class__ is not int:  # an index, or a length to validate first (2.0 == 2)
                     items = None
                     break
@@ -72,9 +74,10 @@ def rearrange(
             _raise_in_context(e, "rearrange", tensor, pattern, axes_lengths)
             raise
     direct = None
-    if key is None and (check_bounds is True or check_bounds is False):  # an index: a gather seen before?
-        try:  # see rearr.run.cache.DIRECT
-            direct = _direct_key("rearrange", tensor, pattern, None, check_bounds, axes_lengths)
+    if items is None and (check_bounds is True or check_bounds is False):  # an index (in values): a gather seen before?
+        try:  # see rearr.run.cache.DIRECT (the key: rearr.run.cache.direct_key's, built here)
+            direct = ("rearrange", pattern, None, check_bounds, tensor.__class__, tensor.shape, tensor.dtype,
+                      *axes_lengths, *map(getattr, values, _SHAPE, values))
             run = _DIRECT.get(direct)
         except Exception:  # not a tensor, or not hashable: the careful path
             direct = None

@@ -302,6 +302,27 @@ def test_jit_trace_keeps_the_bounds_and_duplicate_checks():
         traced(torch.randn(3), torch.tensor([1, 1, 2]))
 
 
+def test_the_direct_path_declines_under_jit_trace():
+    """A call seen before runs its direct program, which leaves a CPU index to torch.gather's own
+    check; under torch.jit.trace ready_index declines it, so a trace holds rearr's check op. (Its
+    shapes hold 0-d tensors there, so the direct table's look-up misses too: this is the check that
+    does not rest on that.)"""
+    backend = rearr.backends.backend_for(torch.zeros(1))
+    x, idx = torch.randn(3, 5), torch.tensor([[0, 4], [1, 1], [2, 2]])
+    seen = []
+
+    def gather(x, idx):
+        seen.append(backend.ready_index(idx, x))
+        return rearr.rearrange(x, "b n[idx] -> b k", idx=idx)
+
+    gather(x, idx)
+    traced = torch.jit.trace(gather, (x, idx), check_trace=False)
+    assert seen == [True, False]
+    assert "rearr::check_index" in str(traced.graph)
+    with pytest.raises(RuntimeError, match="RearrError: RA501: index 'idx' holds 9"):
+        traced(x, torch.tensor([[0, 9], [1, 1], [2, 2]]))
+
+
 # Lengths read from the traced input (x.shape[i] is a 0-d tensor while torch.jit.trace runs), and layers.
 TRACED = {
     **CASES,

@@ -14,6 +14,25 @@ from .contract import IndexEnv
 SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "prod": "prod"}
 
 
+class read_once:  # lower case: a decorator, as functools.cached_property
+    """functools.cached_property, keeping the value by setattr rather than in the instance's __dict__:
+    once __dict__ is read, CPython 3.11 reads every other attribute of that instance without its
+    specialized fast path (a backend's ready_index, on every call seen before, reads three)."""
+
+    def __init__(self, make: Callable[[Any], Any]) -> None:
+        self.make, self.name, self.__doc__ = make, make.__name__, make.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = self.make(instance)
+        setattr(instance, self.name, value)  # an instance attribute: found before this non-data descriptor
+        return value
+
+
 def masked(x: object) -> bool:
     # np.ma loads on first use of the attribute (slowly): without it in sys.modules there is no masked array.
     ma = sys.modules.get("numpy.ma")

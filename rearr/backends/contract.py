@@ -63,13 +63,15 @@ class IndexEnv:
         self.checks = checks  # the call's check_bounds= (rules.arguments.CHECK_BOUNDS): how 'set' checks duplicates
 
 
-class BareIndexEnv(IndexEnv):
-    """An IndexEnv whose maker sets the five fields itself: object's __init__, in C, makes it without
-    the Python frame of IndexEnv's, which a tiny indexed call would feel (rearr.run.indexed's direct
-    programs make one per call; benchmarks/README.md)."""
+class DirectIndexEnv(IndexEnv):
+    """The IndexEnv of a checked call on the direct path (rearr.run.indexed.direct_program), made
+    without IndexEnv's Python __init__: fill 0, no into= and checks on are this class's constants
+    (they shadow IndexEnv's slots, so they cannot be set), and its maker sets text and indices alone.
+    A tiny indexed call makes one per call."""
 
     __slots__ = ()
     __init__ = object.__init__
+    fill, into, checks = 0, None, True
 
 
 class Backend(abc.ABC):

@@ -7,7 +7,6 @@ template is written next to the factory whose calls it prints.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -339,7 +338,7 @@ class NumpyBackend(Backend):
 
     # --- scatters: one ufunc.at over element positions, around rearr.backends._xp.combine ---------------
 
-    @functools.cached_property
+    @_common.read_once
     def xp(self) -> Any:
         """The generic array code that the scatters share with dask (_xp), imported on the first scatter."""
         from . import _xp

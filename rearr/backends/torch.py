@@ -10,7 +10,6 @@ call: `ops` and `autograd` below).
 
 from __future__ import annotations
 
-import functools
 import sys
 from typing import Any
 
@@ -58,7 +57,7 @@ class TorchBackend(Backend):
         from torch.overrides import has_torch_function
 
         self.torch = torch
-        self._tracing_state = torch._C._get_tracing_state  # not None inside torch.jit.trace
+        self._jit_tracing = torch._C._is_tracing  # inside torch.jit.trace (a bool: cheaper than its state)
         self._VF, self._has_torch_function = _VF, has_torch_function
         self._functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # torch.func.vmap's batches
         self.TENSOR = torch.Tensor
@@ -73,21 +72,21 @@ class TorchBackend(Backend):
     # The pieces that only indexed calls use, imported on the first one (the first index conversion,
     # check or step factory that reads them), not by a plain reshape's first call.
 
-    @functools.cached_property
+    @_common.read_once
     def ops(self) -> Any:
         """The checks as custom ops (torch.compile, jit.trace, vmap) and the device-side assertions."""
         from . import _torch_ops
 
         return _torch_ops
 
-    @functools.cached_property
+    @_common.read_once
     def autograd(self) -> Any:
         """The autograd functions of the scatters (sums of rows, max and min)."""
         from . import _torch_autograd
 
         return _torch_autograd
 
-    @functools.cached_property
+    @_common.read_once
     def scatters(self) -> Any:
         """The one decision tree of the scatters (_torch_scatter)."""
         from . import _torch_scatter
@@ -306,7 +305,7 @@ class TorchBackend(Backend):
         """Whether t is an index that convert_index returns as it is and the native calls may check
         (checks_natively), in one call: rearr.run's path for a call seen before."""
         return t.__class__ is self.TENSOR and t.dtype is self._int64 and t.is_cpu and like.is_cpu \
-            and self._tracing_state() is None
+            and not self._jit_tracing()
 
     def index_fault(self, e: Exception) -> bool:
         """IndexError (x[idx]), or a kernel's RuntimeError that names an index out of bounds or range."""

@@ -115,16 +115,17 @@ direct = Table("direct")
 DIRECT = direct.entries
 CAREFUL = object()  # what a function of DIRECT returns for a call that it leaves to the careful path
 
-_SHAPE = itertools.repeat("shape")  # map(getattr, values, _SHAPE, values): each value's shape, or the value itself
+SHAPE = itertools.repeat("shape")  # map(getattr, values, SHAPE, values): each value's shape, or the value itself
 
 
 def direct_key(op: str, x: Any, pattern: str, reduction: object, checks: bool, kwargs: dict[str, Any]) -> tuple:
     """The call (checks: its check_bounds, True or False), x's class, shape and dtype, the keyword names,
     then each keyword's shape (an index) or value (a length), read in C by map. A list index makes the
-    key unhashable; a float length finds the int's entry, whose function then declines."""
+    key unhashable; a float length finds the int's entry, whose function then declines. rearr.api's
+    rearrange builds this tuple in place, as it builds unindexed_key's (a frame less on a tiny gather)."""
     values = kwargs.values()
     return (op, pattern, reduction, checks, x.__class__, x.shape, x.dtype, *kwargs,
-            *map(getattr, values, _SHAPE, values))
+            *map(getattr, values, SHAPE, values))
 
 
 @lru_cache(maxsize=1024)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..backends import backend_for
 from ..backends._common import one_dtype, refused_index
-from ..backends.contract import BareIndexEnv, IndexEnv
+from ..backends.contract import DirectIndexEnv, IndexEnv
 from ..errors import RearrError
 from ..planning import planner
 from ..planning.lengths import known_shape
@@ -176,13 +176,36 @@ def direct_program(
     checked = tuple(u for u in uses if u.name not in natively_checked) if checks else ()
     native_uses = tuple(u for u in uses if u.name in natively_checked)
 
+    if checks and not checked and len(index_names) == 1:  # the common call: one index, the native calls check it
+        (name,) = index_names
+
+        def call_one(x: Any, kwargs: dict[str, Any]) -> Any:  # call's path for it, without loops
+            if not ready(kwargs[name], x):
+                return careful
+            if length_names:
+                for length in length_names:
+                    if kwargs[length].__class__ is not int:
+                        return careful
+            env = DirectIndexEnv()  # IndexEnv(pattern, kwargs, 0, None, True)
+            env.text, env.indices = pattern, kwargs
+            try:
+                return unchecked(x, env)
+            except Exception:
+                out = after_refusal(unchecked, x, env, native_uses, backend)
+                if out is None:
+                    raise
+                return out
+
+        return call_one
+
     def call(x: Any, kwargs: dict[str, Any]) -> Any:
         for name in index_names:
             if not ready(kwargs[name], x):
                 return careful
-        for name in length_names:
-            if kwargs[name].__class__ is not int:
-                return careful
+        if length_names:  # most gathers have none: no loop
+            for name in length_names:
+                if kwargs[name].__class__ is not int:
+                    return careful
         if not checks:
             return unchecked_run(unchecked, x, IndexEnv(pattern, kwargs, 0, None, False), backend, uses)
         indices = kwargs  # the steps read only the index names (IndexEnv keeps them apart from text/fill/into)
@@ -193,8 +216,8 @@ def direct_program(
                     indices[use.name] = check_index(indices[use.name], use, pattern)
             except Exception:  # a bad value: the careful path names it (nothing has run yet)
                 return careful
-        env = BareIndexEnv()  # IndexEnv(pattern, indices, 0, None, True)
-        env.text, env.indices, env.fill, env.into, env.checks = pattern, indices, 0, None, True
+        env = DirectIndexEnv()  # IndexEnv(pattern, indices, 0, None, True)
+        env.text, env.indices = pattern, indices
         try:
             return unchecked(x, env)
         except Exception:

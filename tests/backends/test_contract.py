@@ -323,15 +323,15 @@ def test_explaining_first_then_running_binds_the_framework():
 
 
 def test_the_direct_path_gives_its_steps_the_index_env_the_careful_path_gives():
-    """The direct program makes a BareIndexEnv (no __init__ frame): an IndexEnv with the five fields of
-    check_bounds=True, fill 0 and no into=, as the careful path's."""
+    """The direct program makes a DirectIndexEnv (no __init__ frame): an IndexEnv with the five fields of
+    check_bounds=True, fill 0 and no into=, as the careful path's; the three constants cannot be set."""
     seen = []
     x, idx = torch.arange(16.0).reshape(2, 8), torch.tensor([[1, 7, 0], [3, 3, 5]])
     pattern = "b n[idx] -> b k"
     rearr.rearrange(x, pattern, idx=idx)  # the careful path: the direct program is kept
     key = rearr.run.cache.direct_key("rearrange", x, pattern, None, True, {"idx": idx})
     program = rearr.run.cache.DIRECT[key]
-    env_class = contract.BareIndexEnv
+    env_class = contract.DirectIndexEnv
     assert "__new__" not in vars(env_class)
     with pytest.raises(TypeError):
         env_class(pattern, {})  # made empty, its fields set by its maker
@@ -351,6 +351,9 @@ def test_the_direct_path_gives_its_steps_the_index_env_the_careful_path_gives():
     (env,) = seen
     assert isinstance(env, contract.IndexEnv) and not hasattr(env, "__dict__")
     assert (env.text, env.indices, env.fill, env.into, env.checks) == (pattern, {"idx": idx}, 0, None, True)
+    for field in ("fill", "into", "checks"):
+        with pytest.raises(AttributeError):
+            setattr(env, field, 1)
 
 
 def test_a_tensor_is_offered_to_its_own_frameworks_backends_first():
@@ -388,3 +391,25 @@ def test_a_backend_registered_for_a_package_answers_for_its_ndarray_subclasses(m
     backends.register(package.__name__, module.__name__)
     assert type(backends.backend_for(np.zeros(2).view(Sub))) is Own
     assert type(backends.backend_for(np.zeros(2))) is NumpyBackend
+
+
+def test_a_part_read_once_is_made_on_the_first_read_and_kept_as_an_attribute():
+    """read_once (torch's ops, autograd, scatters; numpy's xp): made by the first read, then an
+    ordinary instance attribute, set by setattr (the instance's __dict__ is never read)."""
+    from rearr.backends import _common
+
+    made = []
+
+    class Holder:
+        @_common.read_once
+        def part(self):
+            """The part."""
+            made.append(self)
+            return object()
+
+    first, other = Holder(), Holder()
+    assert first.part is first.part and made == [first]
+    assert other.part is not first.part and made == [first, other]
+    assert isinstance(Holder.part, _common.read_once) and Holder.part.__doc__ == "The part."
+    torch_backend = backends.backend_for(torch.zeros(1))
+    assert torch_backend.ops is importlib.import_module("rearr.backends._torch_ops")

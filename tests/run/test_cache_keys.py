@@ -209,18 +209,23 @@ class _Marked:
 
 
 class _MarkedTransform:
-    """Stands for rearr.run.call.transform, as rearr.api calls it: the key of api's look-up, marked."""
+    """Stands for rearr.run.call.transform, as rearr.api calls it: the key of api's look-up in the table
+    ``which`` ("key": the unindexed table, "direct": the direct table), marked."""
 
-    def __init__(self, real) -> None:
-        self.real = real
+    def __init__(self, real, which) -> None:
+        self.real, self.which = real, which
 
     def __call__(self, op, tensor, pattern, reduction, lengths, check_bounds, key, direct):
-        return self.real(op, tensor, pattern, reduction, lengths, check_bounds, ("marked", *key), direct)
+        if self.which == "key":
+            key = ("marked", *key)
+        else:
+            direct = ("marked", *direct)
+        return self.real(op, tensor, pattern, reduction, lengths, check_bounds, key, direct)
 
 
 @pytest.mark.parametrize("table, module, name, run", [
     ("unindexed", api, "_transform", lambda x, idx: rearr.rearrange(x, "a b -> b a")),
-    ("direct", api, "_direct_key", lambda x, idx: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx)),
+    ("direct", api, "_transform", lambda x, idx: rearr.rearrange(x, "b n[i: b k] -> b k", i=idx)),
     ("direct", call, "direct_key", lambda x, idx: rearr.scatter(x[:, :2], "b k -> b n[i: b k]", "sum", i=idx, n=5)),
     ("einsum_pairs", call, "einsum_key", lambda x, idx: rearr.einsum(x, x, "b n, c n -> b c")),
 ], ids=["unindexed", "direct gather", "direct scatter", "einsum pairs"])
@@ -229,8 +234,10 @@ def test_the_writer_keeps_the_program_under_the_readers_key(monkeypatch, table, 
     never under one it builds again."""
     for t in cache.CACHES:
         t.cache_clear()
-    marked = _MarkedTransform if name == "_transform" else _Marked
-    monkeypatch.setattr(module, name, marked(getattr(module, name)))
+    real = getattr(module, name)
+    marked = _MarkedTransform(real, "key" if table == "unindexed" else "direct") if name == "_transform" \
+        else _Marked(real)
+    monkeypatch.setattr(module, name, marked)
     x, idx = _x(np.asarray, (4, 5)), _index(np.asarray)
     run(x, idx)
     keys = list(getattr(cache, table).entries)
