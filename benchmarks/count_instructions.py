@@ -1,6 +1,6 @@
 """The careful path in instructions: import + first call, module by module, and a new pattern, stage by stage.
 
-    python benchmarks/count_instructions.py [--rev REV ...] [--torch] [--patterns N]
+    python benchmarks/count_instructions.py [--rev REV ...] [--torch] [--einops] [--patterns N]
 
 Not a timing: each candidate (this checkout, and rearr at each --rev, extracted as bench_cold.py
 extracts it) runs once in a child under valgrind's callgrind, which counts the instructions the CPU
@@ -23,6 +23,9 @@ the threshold pays it; the sum over the rows does not depend on which.
   of the whole call, then of each stage called alone on other new patterns: parse
   (rearr.syntax.parser.parse), rules (rearr.rules.recipe.analyze), plan (planner.plan), compile
   (rearr.run.program's compile_plan and one_function), run (the compiled program).
+
+--einops: also einops' import + first call (one number: einops has no stages to count apart) and the
+modules it loads, for the ratio the cold start's goal is stated in.
 
 Settings: numpy (x a numpy array), and with --torch a torch tensor (torch imported first; a child
 takes some minutes under valgrind). Needs valgrind; without it the script says so and exits 0.
@@ -97,6 +100,17 @@ for run in programs:
 os.getppid()
 """
 
+# einops beside it: its import + first call, and the modules that loads (its own and the rest).
+EINOPS = """import sys, os, gc, json
+{setting}gc.disable()
+before = set(sys.modules)
+os.getppid()
+import einops
+einops.rearrange(x, {pattern!r})
+os.getppid()
+print(json.dumps(sorted(m for m in sys.modules if m not in before)))
+"""
+
 
 def _counts(folder: str) -> list[int]:
     """The instructions of each dump callgrind wrote in folder, in the order it wrote them."""
@@ -117,12 +131,7 @@ def count(root: Path, setting: str, n: int) -> list[tuple[str, float]]:
              if line.startswith("import time:") and "|" in line]
     modules = [m for m in ended if m in loaded] + [m for m in loaded if m not in ended]
     code = COUNT.format(root=str(root), setting=prelude, pattern=PATTERN, modules=modules, n=n)
-    with tempfile.TemporaryDirectory() as folder:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
-        subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid",
-                        f"--callgrind-out-file={folder}/cg", sys.executable, "-c", code],
-                       env={**env, "PYTHONHASHSEED": "0"}, cwd=tempfile.gettempdir(), capture_output=True, check=True)
-        counts = _counts(folder)[1:]  # the first dump: the interpreter's start and the setting
+    counts, _ = _callgrind(code)
     names = ["import rearr", *(f"  import {m}" for m in modules), "  the first call itself", "new pattern (the call)",
              None, "  parse", "  rules", "  plan", "  compile", "  run"]
     rows = [(name, float(c)) for name, c in zip(names, counts) if name is not None]
@@ -132,11 +141,29 @@ def count(root: Path, setting: str, n: int) -> list[tuple[str, float]]:
             for name, c in rows]
 
 
+def _callgrind(code: str) -> tuple[list[int], str]:
+    """The instructions of each stage of code (ended by os.getppid()), after the interpreter's start; its stdout."""
+    with tempfile.TemporaryDirectory() as folder:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid",
+                               f"--callgrind-out-file={folder}/cg", sys.executable, "-c", code],
+                              env={**env, "PYTHONHASHSEED": "0"}, cwd=tempfile.gettempdir(), capture_output=True,
+                              text=True, check=True)
+        return _counts(folder)[1:], done.stdout
+
+
+def count_einops(setting: str) -> tuple[float, list[str]]:
+    """einops' import + first call in instructions, and the modules it loads."""
+    counts, out = _callgrind(EINOPS.format(setting=SETTINGS[setting], pattern=PATTERN))
+    return float(counts[0]), json.loads(out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rev", action="append", default=[], help="also rearr at this git revision (repeatable)")
     parser.add_argument("--torch", action="store_true", help="also the torch setting (minutes per child)")
     parser.add_argument("--patterns", type=int, default=200, help="new patterns per stage")
+    parser.add_argument("--einops", action="store_true", help="also einops' import + first call, and its modules")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: no counts (apt-get install valgrind)")
@@ -157,6 +184,10 @@ def main() -> int:
             ratios = "".join(f" {tables[n][stage] / tables['rearr'][stage]:18.3f}"
                              if stage in tables[n] and stage in tables["rearr"] else f" {'-':>18}" for n in names[1:])
             print(f"{setting}: {stage:40}{cells}{ratios}")
+        if args.einops:
+            total, loaded = count_einops(setting)
+            print(f"{setting}: einops' import + first call {total:,.0f} instructions, {len(loaded)} modules "
+                  f"({', '.join(loaded)}); rearr's is {tables['rearr']['import + first call'] / total:.2f}x that")
     return 0
 
 
