@@ -91,7 +91,7 @@ def _own_framework_first(cls: type) -> list[tuple[str, str]]:
     """_SPECS, those registered for the package that defines cls first (a torch tensor does not load the
     numpy backend), each group in _SPECS' order. For the shipped backends this decides only which ones
     load: none accepts a class defined in another one's framework package."""
-    package = cls.__module__.partition(".")[0]
+    package = str(cls.__module__).partition(".")[0]  # str: a class may set __module__ to anything
     return sorted(_SPECS, key=lambda spec: spec[0].partition(".")[0] != package)
 
 

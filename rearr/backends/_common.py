@@ -15,9 +15,10 @@ SCATTER_NATIVE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin", "p
 
 
 class read_once:  # lower case: a decorator, as functools.cached_property
-    """functools.cached_property, keeping the value by setattr rather than in the instance's __dict__:
-    once __dict__ is read, CPython 3.11 reads every other attribute of that instance without its
-    specialized fast path (a backend's ready_index, on every call seen before, reads three)."""
+    """functools.cached_property, keeping the value by setattr rather than by writing into the
+    instance's __dict__ (which cached_property reads): once __dict__ is read, CPython 3.11 reads every
+    other attribute of that instance without its specialized fast path (a backend's ready_index, on
+    every call seen before, reads three)."""
 
     def __init__(self, make: Callable[[Any], Any]) -> None:
         self.make, self.name, self.__doc__ = make, make.__name__, make.__doc__

@@ -82,7 +82,7 @@ class ArrayApiBackend(Backend):
     def accepts(self, x: object) -> bool:
         # numpy 2 arrays and torch tensors have __array_namespace__ too: they keep their own backends.
         return hasattr(type(x), "__array_namespace__") and \
-            type(x).__module__.partition(".")[0] not in _FRAMEWORKS_WITH_OWN_BACKEND
+            str(type(x).__module__).partition(".")[0] not in _FRAMEWORKS_WITH_OWN_BACKEND
 
     def stack(self, xs: list) -> Any:
         return self.namespace(xs[0]).stack(list(xs))

@@ -413,3 +413,11 @@ def test_a_part_read_once_is_made_on_the_first_read_and_kept_as_an_attribute():
     assert isinstance(Holder.part, _common.read_once) and Holder.part.__doc__ == "The part."
     torch_backend = backends.backend_for(torch.zeros(1))
     assert torch_backend.ops is importlib.import_module("rearr.backends._torch_ops")
+
+
+@pytest.mark.parametrize("module", [None, 3])
+def test_an_object_whose_class_sets_an_odd_module_is_refused_as_any_unknown_object(module):
+    odd = type("Odd", (), {"__module__": module, "shape": (2, 3)})
+    with pytest.raises(rearr.RearrError) as info:
+        rearr.rearrange(odd(), "a b -> b a")
+    assert info.value.code == "RA500" and "Odd" in info.value.message
