@@ -48,12 +48,7 @@ def run(op: str, x: Any, backend: Any, pattern: str, reduction: object, kwargs: 
             indices[use.name] = t
     env = IndexEnv(pattern, indices, fill, into, check_bounds)
     if left_to_native:
-        try:
-            out = program(x, env)
-        except Exception:
-            out = after_refusal(program, x, env, left_to_native, backend)
-            if out is None:
-                raise
+        out = run_left_to_native(program, x, env, left_to_native, backend)
     elif check_bounds:
         out = program(x, env)
     else:
@@ -188,7 +183,7 @@ def direct_program(
                         return careful
             env = DirectIndexEnv()  # IndexEnv(pattern, kwargs, 0, None, True)
             env.text, env.indices = pattern, kwargs
-            try:
+            try:  # run_left_to_native written out: its frame is a measurable part of a tiny gather
                 return unchecked(x, env)
             except Exception:
                 out = after_refusal(unchecked, x, env, native_uses, backend)
@@ -218,15 +213,22 @@ def direct_program(
                 return careful
         env = DirectIndexEnv()  # IndexEnv(pattern, indices, 0, None, True)
         env.text, env.indices = pattern, indices
-        try:
-            return unchecked(x, env)
-        except Exception:
-            out = after_refusal(unchecked, x, env, native_uses, backend)
-            if out is None:
-                raise
-            return out
+        return run_left_to_native(unchecked, x, env, native_uses, backend)
 
     return call
+
+
+def run_left_to_native(program: Callable, x: Any, env: IndexEnv, left: Iterable, backend: Any) -> Any:
+    """program(x, env), where the indexes ``left`` are checked by the native calls alone; if it fails,
+    after_refusal names a bad value or runs it once more with negative values counted, else the
+    program's own error stands."""
+    try:
+        return program(x, env)
+    except Exception:
+        out = after_refusal(program, x, env, left, backend)
+        if out is None:
+            raise
+        return out
 
 
 def after_refusal(program: Callable, x: Any, env: IndexEnv, left: Iterable, backend: Any) -> Any:
